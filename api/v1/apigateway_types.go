@@ -1,0 +1,219 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultImageAnnotation, set on a Namespace, names the gateway image that
+// APIGateways in that namespace get when they do not set spec.image.
+const DefaultImageAnnotation = "example.com/default-gateway-image"
+
+// PathType says how a route's path is matched against a request's path.
+// +kubebuilder:validation:Enum=Prefix;Exact
+type PathType string
+
+const (
+	// PathTypePrefix matches the path and every path below it, element by
+	// element: /users/ matches /users/ and /users/42.
+	PathTypePrefix PathType = "Prefix"
+	// PathTypeExact matches the path and nothing else.
+	PathTypeExact PathType = "Exact"
+)
+
+// Condition types reported in status.conditions.
+const (
+	// ConditionReady is True when the gateway's Deployment has all its
+	// replicas ready and serves the current configuration.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the gateway's children are being
+	// created or rolled out to match the current spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when a child could not be applied; its
+	// message names the child and the error.
+	ConditionDegraded = "Degraded"
+)
+
+// APIGatewaySpec is the desired state of an APIGateway.
+type APIGatewaySpec struct {
+	// image is the container image of the gateway pods, an nginx build that
+	// runs as a non-root user. When empty, the admission webhook fills in the
+	// namespace's example.com/default-gateway-image annotation or, without
+	// one, the operator's configured default.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// replicas is the number of gateway pods, from 0 to 100. When unset, the
+	// admission webhook fills in the operator's configured default (1).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// routes maps requests, by host and path, to backend Services in the
+	// gateway's namespace. Between 1 and 100 routes; no two may share host,
+	// path and pathType.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(o, o.host == r.host && o.path == r.path && o.pathType == r.pathType))",message="two routes have the same host, path and pathType; each route must be unique"
+	// +required
+	Routes []Route `json:"routes"`
+
+	// tls lists the hosts served over HTTPS by the gateway's Ingress and the
+	// Secret holding each group's certificate. Every host must be the host of
+	// some route.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	TLS []GatewayTLS `json:"tls,omitempty"`
+
+	// ingressClassName selects the IngressClass of the gateway's Ingress.
+	// When unset, the cluster's default IngressClass is used.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	IngressClassName *string `json:"ingressClassName,omitempty"`
+
+	// resources are the compute requests and limits of the gateway container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Route sends the requests for one host and path to one backend Service.
+type Route struct {
+	// host is the DNS name the route answers for, in lower case, such as
+	// api.example.com; a leading "*." matches exactly one more label
+	// (*.example.com matches api.example.com, not example.com or
+	// a.b.example.com). IP addresses are not allowed.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!isIP(self)",message="must be a DNS name, not an IP address"
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
+	// +required
+	Host string `json:"host"`
+
+	// path is the request path the route matches, starting with "/". It may
+	// hold letters, digits and - . _ ~ / ! & ( ) * + , = : @ %, but no empty,
+	// "." or ".." segments. Defaults to "/".
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[-A-Za-z0-9._~!&()*+,=:@%/]*$')",message="must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="must not contain empty, '.' or '..' segments"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// pathType is how path is matched: Prefix matches the path and every
+	// path below it, Exact matches the path only. Defaults to Prefix.
+	// +kubebuilder:default=Prefix
+	// +optional
+	PathType PathType `json:"pathType,omitempty"`
+
+	// backendService is the Service, in the gateway's namespace, that
+	// receives the route's requests.
+	// +required
+	BackendService BackendService `json:"backendService"`
+}
+
+// BackendService names a Service port in the gateway's namespace.
+type BackendService struct {
+	// name is the Service's name, a DNS-1035 label such as user-service.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
+	// +required
+	Name string `json:"name"`
+
+	// port is the Service port the requests go to, from 1 to 65535.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +required
+	Port int32 `json:"port"`
+}
+
+// GatewayTLS serves a group of hosts over HTTPS with one certificate.
+type GatewayTLS struct {
+	// hosts are the host names covered by the certificate; each must be the
+	// host of one of the gateway's routes.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +required
+	Hosts []string `json:"hosts"`
+
+	// secretName is the name of the kubernetes.io/tls Secret, in the
+	// gateway's namespace, that holds the certificate and key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	SecretName string `json:"secretName"`
+}
+
+// APIGatewayStatus is the observed state of an APIGateway.
+type APIGatewayStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// replicas is the number of gateway pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of gateway pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// selector is the label selector of the gateway pods, in string form, for
+	// the scale subresource (kubectl scale, HorizontalPodAutoscaler).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// conditions are Ready, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// APIGateway is an nginx gateway that routes requests by host and path to
+// Services in its namespace. The operator runs it as a Deployment with a
+// Service, an Ingress and a ConfigMap holding the rendered configuration.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=agw,categories=gateways
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type APIGateway struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the gateway.
+	// +required
+	Spec APIGatewaySpec `json:"spec"`
+
+	// status is the observed state of the gateway, written by the operator.
+	// +optional
+	Status APIGatewayStatus `json:"status,omitempty"`
+}
+
+// APIGatewayList is a list of APIGateways.
+//
+// +kubebuilder:object:root=true
+type APIGatewayList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []APIGateway `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&APIGateway{}, &APIGatewayList{})
+}

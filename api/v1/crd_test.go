@@ -1,0 +1,197 @@
+package v1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
+)
+
+// These tests hold the CRD's schema to the contract through the real
+// kube-apiserver, with no webhook installed: what they check is what keeps the
+// API safe when the webhooks are unreachable.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+func TestSeedExampleAppliesUnchanged(t *testing.T) {
+	ctx := t.Context()
+	seed := filepath.Join(env.Root, "manifests", "samples", "apigateway_v1.yaml")
+
+	res := env.Kubectl(ctx, nil, "apply", "-f", seed)
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "apigateway.example.com/my-app-gateway created")
+
+	res = env.Kubectl(ctx, nil, "get", "apigateways.v1.example.com", "my-app-gateway", "-n", "default", "-o", "json")
+	require.NoError(t, res.Err)
+	var got v1.APIGateway
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+
+	data, err := os.ReadFile(seed)
+	require.NoError(t, err)
+	var want v1.APIGateway
+	require.NoError(t, yaml.UnmarshalStrict(data, &want))
+	// The schema defaults path and pathType, and the seed sets every path,
+	// so the only field the server adds is pathType.
+	for i := range want.Spec.Routes {
+		want.Spec.Routes[i].PathType = v1.PathTypePrefix
+	}
+	assert.Equal(t, want.Spec, got.Spec)
+}
+
+func TestSchemaRejects(t *testing.T) {
+	tests := map[string]struct {
+		spec string
+		// wantErr holds what kubectl must print: the field path and the rule.
+		wantErr []string
+	}{
+		"replicas above 100": {
+			spec:    "replicas: 101\n" + oneRoute,
+			wantErr: []string{"spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100"},
+		},
+		"negative replicas": {
+			spec:    "replicas: -1\n" + oneRoute,
+			wantErr: []string{"spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
+		},
+		"backend port 0": {
+			spec:    routes(route("api.example.com", "/", "Prefix", "svc", 0)),
+			wantErr: []string{"spec.routes[0].backendService.port: Invalid value: 0: spec.routes[0].backendService.port in body should be greater than or equal to 1"},
+		},
+		"backend port 70000": {
+			spec:    routes(route("api.example.com", "/", "Prefix", "svc", 70000)),
+			wantErr: []string{"spec.routes[0].backendService.port: Invalid value: 70000: spec.routes[0].backendService.port in body should be less than or equal to 65535"},
+		},
+		"pathType Regex": {
+			spec:    routes(route("api.example.com", "/", "Regex", "svc", 80)),
+			wantErr: []string{`spec.routes[0].pathType: Unsupported value: "Regex": supported values: "Prefix", "Exact"`},
+		},
+		"101 routes": {
+			spec:    routes(manyRoutes(101)...),
+			wantErr: []string{"spec.routes: Too many: 101: must have at most 100 items"},
+		},
+		"no routes": {
+			spec:    "routes: []\n",
+			wantErr: []string{"spec.routes: Invalid value: 0: spec.routes in body should have at least 1 items"},
+		},
+		"missing backendService": {
+			spec:    "routes:\n- host: api.example.com\n  path: /\n",
+			wantErr: []string{`spec.routes[0].backendService: Required value`},
+		},
+		"two identical routes": {
+			spec: routes(route("api.example.com", "/users/", "Prefix", "a", 80), route("api.example.com", "/users/", "Prefix", "b", 81)),
+			wantErr: []string{
+				"spec.routes: Invalid value",
+				"two routes have the same host, path and pathType; each route must be unique",
+			},
+		},
+		"upper-case host": {
+			spec:    routes(route("Bad_Host", "/", "Prefix", "svc", 80)),
+			wantErr: []string{"spec.routes[0].host: Invalid value", "must be a lower-case DNS name"},
+		},
+		"IP address host": {
+			spec:    routes(route("10.0.0.1", "/", "Prefix", "svc", 80)),
+			wantErr: []string{"spec.routes[0].host: Invalid value", "must be a DNS name, not an IP address"},
+		},
+		"path breaking out of the proxy configuration": {
+			spec:    routes(route("api.example.com", `/a;} server { listen 1;`, "Prefix", "svc", 80)),
+			wantErr: []string{"spec.routes[0].path: Invalid value", "must start with '/' and hold only"},
+		},
+		"path traversal": {
+			spec:    routes(route("api.example.com", "/a/../admin", "Prefix", "svc", 80)),
+			wantErr: []string{"spec.routes[0].path: Invalid value", "must not contain empty, '.' or '..' segments"},
+		},
+		"backend name not a DNS-1035 label": {
+			spec:    routes(route("api.example.com", "/", "Prefix", "1svc", 80)),
+			wantErr: []string{"spec.routes[0].backendService.name: Invalid value", "must be a DNS-1035 label"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: invalid\n  namespace: default\nspec:\n" + indent(tc.spec)
+			res := env.Kubectl(t.Context(), strings.NewReader(manifest), "apply", "-f", "-")
+			require.Error(t, res.Err, "kubectl apply must fail; it printed %q", res.Stdout)
+			assert.Contains(t, res.Stderr, `The APIGateway "invalid" is invalid`)
+			for _, want := range tc.wantErr {
+				assert.Contains(t, res.Stderr, want)
+			}
+		})
+	}
+}
+
+func TestGetShowsPrinterColumns(t *testing.T) {
+	ctx := t.Context()
+	apply(t, ctx, "columns", "image: nginx:1.27\nreplicas: 3\n"+oneRoute)
+
+	res := env.Kubectl(ctx, nil, "get", "agw", "columns", "-n", "default")
+	require.NoError(t, res.Err)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 2, res.Stdout)
+	assert.Equal(t, []string{"NAME", "IMAGE", "REPLICAS", "READY", "STATUS", "AGE"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"columns", "nginx:1.27", "3"}, strings.Fields(lines[1])[:3])
+
+	// The category finds it too.
+	res = env.Kubectl(ctx, nil, "get", "gateways", "-n", "default", "-o", "name")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "apigateway.example.com/columns")
+}
+
+func TestExplainShowsFieldDocs(t *testing.T) {
+	res := env.Kubectl(t.Context(), nil, "explain", "apigateway.spec.routes.host")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "GROUP:      example.com")
+	assert.Contains(t, res.Stdout, "VERSION:    v1")
+	assert.Contains(t, res.Stdout, "host is the DNS name the route answers for")
+}
+
+func TestScaleSubresource(t *testing.T) {
+	ctx := t.Context()
+	apply(t, ctx, "scaled", "replicas: 2\n"+oneRoute)
+
+	res := env.Kubectl(ctx, nil, "scale", "agw", "scaled", "-n", "default", "--replicas=5")
+	require.NoError(t, res.Err)
+	res = env.Kubectl(ctx, nil, "get", "agw", "scaled", "-n", "default", "-o", "jsonpath={.spec.replicas}")
+	require.NoError(t, res.Err)
+	assert.Equal(t, "5", res.Stdout)
+
+	res = env.Kubectl(ctx, nil, "scale", "agw", "scaled", "-n", "default", "--replicas=101")
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Stderr, "should be less than or equal to 100")
+}
+
+const oneRoute = "routes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"
+
+func apply(t *testing.T, ctx context.Context, name, spec string) {
+	t.Helper()
+	manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" + indent(spec)
+	res := env.Kubectl(ctx, strings.NewReader(manifest), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+}
+
+func route(host, path, pathType, svc string, port int) string {
+	return fmt.Sprintf("- host: %q\n  path: %q\n  pathType: %s\n  backendService: {name: %s, port: %d}\n", host, path, pathType, svc, port)
+}
+
+func manyRoutes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = route("api.example.com", fmt.Sprintf("/r%d/", i), "Prefix", "svc", 80)
+	}
+	return out
+}
+
+func routes(rs ...string) string { return "routes:\n" + strings.Join(rs, "") }
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
+}

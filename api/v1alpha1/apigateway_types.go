@@ -1,0 +1,125 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIGatewaySpec is the desired state of an APIGateway.
+type APIGatewaySpec struct {
+	// image is the container image of the gateway pods. When empty, the
+	// admission webhook fills in a default.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// replicas is the number of gateway pods, from 0 to 100. When unset, the
+	// admission webhook fills in a default.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// routes maps requests, by host and path prefix, to backend Services in
+	// the gateway's namespace. Between 1 and 100 routes.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +required
+	Routes []Route `json:"routes"`
+}
+
+// Route sends the requests for one host and path prefix to one Service port.
+// In v1 it is a route with pathType Prefix.
+type Route struct {
+	// host is the DNS name the route answers for, such as api.example.com,
+	// optionally starting with "*.".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Host string `json:"host"`
+
+	// prefix is the request path prefix the route matches, starting with "/".
+	// Defaults to "/".
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// serviceName is the name of the backend Service in the gateway's
+	// namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	ServiceName string `json:"serviceName"`
+
+	// servicePort is the backend Service port, from 1 to 65535.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +required
+	ServicePort int32 `json:"servicePort"`
+}
+
+// APIGatewayStatus is the observed state of an APIGateway.
+type APIGatewayStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// replicas is the number of gateway pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of gateway pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// selector is the label selector of the gateway pods, in string form, for
+	// the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// conditions are Ready, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// APIGateway is an nginx gateway that routes requests by host and path prefix
+// to Services in its namespace. Deprecated in favour of example.com/v1, which
+// adds exact-path routes, TLS, the ingress class and container resources.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:deprecatedversion:warning="example.com/v1alpha1 APIGateway is deprecated; use example.com/v1"
+// +kubebuilder:resource:shortName=agw,categories=gateways
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type APIGateway struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the gateway.
+	// +required
+	Spec APIGatewaySpec `json:"spec"`
+
+	// status is the observed state of the gateway, written by the operator.
+	// +optional
+	Status APIGatewayStatus `json:"status,omitempty"`
+}
+
+// APIGatewayList is a list of APIGateways.
+//
+// +kubebuilder:object:root=true
+type APIGatewayList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []APIGateway `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&APIGateway{}, &APIGatewayList{})
+}

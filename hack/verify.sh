@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fails when a generated file is stale or gofmt / go vet complain.
+# Regenerates into the work tree and compares with a copy taken first, so it
+# works on uncommitted changes as well as in a fresh clone; a stale file is
+# left regenerated, ready to commit.
+set -euo pipefail
+make=${1:-make}
+cd "$(dirname "$0")/.."
+
+generated=(api manifests)
+before=$(mktemp -d)
+trap 'rm -rf "$before"' EXIT
+cp -a "${generated[@]}" "$before/"
+
+$make --no-print-directory generate manifests >/dev/null
+
+status=0
+for dir in "${generated[@]}"; do
+  if ! diff -ruN "$before/$dir" "$dir"; then
+    echo "verify: generated files under $dir/ were stale; they are regenerated now, commit them" >&2
+    status=1
+  fi
+done
+
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
+if [[ -n $unformatted ]]; then
+  echo "verify: gofmt -w these files:" >&2
+  echo "$unformatted" >&2
+  status=1
+fi
+
+go vet ./... || status=1
+exit $status
