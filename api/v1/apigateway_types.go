@@ -213,7 +213,3 @@ type APIGatewayList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []APIGateway `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&APIGateway{}, &APIGatewayList{})
-}

@@ -119,7 +119,3 @@ type APIGatewayList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []APIGateway `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&APIGateway{}, &APIGatewayList{})
-}
