@@ -195,3 +195,38 @@ func routes(rs ...string) string { return "routes:\n" + strings.Join(rs, "") }
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
 }
+
+// Writes through v1alpha1 are validated against the v1alpha1 schema, before
+// conversion, so it repeats the rules that keep user strings out of the
+// generated configuration.
+func TestV1alpha1SchemaRejects(t *testing.T) {
+	tests := map[string]struct {
+		route   string
+		wantErr string
+	}{
+		"upper-case host": {
+			route:   `{host: Bad_Host, prefix: /, serviceName: svc, servicePort: 80}`,
+			wantErr: `spec.routes[0].host: Invalid value: "Bad_Host": must be a lower-case DNS name`,
+		},
+		"prefix breaking out of the proxy configuration": {
+			route:   `{host: api.example.com, prefix: "/a;}", serviceName: svc, servicePort: 80}`,
+			wantErr: `spec.routes[0].prefix: Invalid value: "/a;}": must start with '/' and hold only`,
+		},
+		"service port 0": {
+			route:   `{host: api.example.com, prefix: /, serviceName: svc, servicePort: 0}`,
+			wantErr: "spec.routes[0].servicePort: Invalid value: 0",
+		},
+		"two identical routes": {
+			route:   "{host: api.example.com, serviceName: a, servicePort: 80}\n  - {host: api.example.com, prefix: /, serviceName: b, servicePort: 80}",
+			wantErr: "spec.routes: Invalid value: two routes have the same host and prefix",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			manifest := "apiVersion: example.com/v1alpha1\nkind: APIGateway\nmetadata: {name: invalid, namespace: default}\nspec:\n  routes:\n  - " + tc.route + "\n"
+			res := env.Kubectl(t.Context(), strings.NewReader(manifest), "apply", "-f", "-")
+			require.Error(t, res.Err, "kubectl apply must fail; it printed %q", res.Stdout)
+			assert.Contains(t, res.Stderr, tc.wantErr)
+		})
+	}
+}

@@ -20,10 +20,12 @@ type APIGatewaySpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// routes maps requests, by host and path prefix, to backend Services in
-	// the gateway's namespace. Between 1 and 100 routes.
+	// the gateway's namespace. Between 1 and 100 routes; no two may share
+	// host and prefix.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(o, o.host == r.host && (has(o.prefix) ? o.prefix : '/') == (has(r.prefix) ? r.prefix : '/')))",message="two routes have the same host and prefix; each route must be unique"
 	// +required
 	Routes []Route `json:"routes"`
 }
@@ -35,12 +37,16 @@ type Route struct {
 	// optionally starting with "*.".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!isIP(self)",message="must be a DNS name, not an IP address"
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
 	// +required
 	Host string `json:"host"`
 
 	// prefix is the request path prefix the route matches, starting with "/".
 	// Defaults to "/".
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[-A-Za-z0-9._~!&()*+,=:@%/]*$')",message="must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="must not contain empty, '.' or '..' segments"
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
 
@@ -48,6 +54,7 @@ type Route struct {
 	// namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
 	// +required
 	ServiceName string `json:"serviceName"`
 
