@@ -1,0 +1,325 @@
+package conversion
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1alpha1"
+)
+
+// hubRoute and alphaRoute keep the tables short.
+func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {
+	return v1.Route{Host: host, Path: path, PathType: pathType, BackendService: v1.BackendService{Name: svc, Port: port}}
+}
+
+func alphaRoute(host, prefix, svc string, port int32) v1alpha1.Route {
+	return v1alpha1.Route{Host: host, Prefix: prefix, ServiceName: svc, ServicePort: port}
+}
+
+func hubGateway(annotations map[string]string, spec v1.APIGatewaySpec) *v1.APIGateway {
+	return &v1.APIGateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns", Annotations: annotations},
+		Spec:       spec,
+	}
+}
+
+func alphaGateway(annotations map[string]string, spec v1alpha1.APIGatewaySpec) *v1alpha1.APIGateway {
+	return &v1alpha1.APIGateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns", Annotations: annotations},
+		Spec:       spec,
+	}
+}
+
+const (
+	// exactUsers is what V1ToV1alpha1 writes for routes api/users Exact
+	// and api/products Prefix plus one tls block.
+	exactUsers = `{"spec":{"routes":[{"host":"api.example.com","path":"/users/","pathType":"Exact"},` +
+		`{"host":"api.example.com","path":"/products/","pathType":"Prefix"}],` +
+		`"tls":[{"hosts":["api.example.com"],"secretName":"api-tls"}]}}`
+	// tlsOnly is what V1ToV1alpha1 writes when only spec-level fields are
+	// v1-only: the routes are not repeated.
+	tlsOnly = `{"spec":{"ingressClassName":"nginx","resources":{"limits":{"cpu":"500m"}},` +
+		`"tls":[{"hosts":["api.example.com"],"secretName":"api-tls"}]}}`
+)
+
+var apiTLS = []v1.GatewayTLS{{Hosts: []string{"api.example.com"}, SecretName: "api-tls"}}
+
+func TestV1ToV1alpha1(t *testing.T) {
+	tests := map[string]struct {
+		in   *v1.APIGateway
+		want *v1alpha1.APIGateway
+	}{
+		"the seed article's gateway needs no annotation": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Image: "nginx/nginx-plus:latest", Replicas: ptr.To[int32](2),
+				Routes: []v1.Route{
+					hubRoute("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080),
+					hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+				},
+			}),
+			want: alphaGateway(nil, v1alpha1.APIGatewaySpec{
+				Image: "nginx/nginx-plus:latest", Replicas: ptr.To[int32](2),
+				Routes: []v1alpha1.Route{
+					alphaRoute("api.example.com", "/users/", "user-service", 8080),
+					alphaRoute("api.example.com", "/products/", "product-service", 8081),
+				},
+			}),
+		},
+		"an Exact route lists all routes, without backends, beside tls": {
+			in: hubGateway(map[string]string{"team": "a"}, v1.APIGatewaySpec{
+				Routes: []v1.Route{
+					hubRoute("api.example.com", "/users/", v1.PathTypeExact, "user-service", 8080),
+					hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+				},
+				TLS: apiTLS,
+			}),
+			want: alphaGateway(map[string]string{"team": "a", DataAnnotation: exactUsers}, v1alpha1.APIGatewaySpec{
+				Routes: []v1alpha1.Route{
+					alphaRoute("api.example.com", "/users/", "user-service", 8080),
+					alphaRoute("api.example.com", "/products/", "product-service", 8081),
+				},
+			}),
+		},
+		"spec-level v1 fields alone do not repeat the routes": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes:           []v1.Route{hubRoute("api.example.com", "/", v1.PathTypePrefix, "api", 80)},
+				TLS:              apiTLS,
+				IngressClassName: ptr.To("nginx"),
+				Resources:        &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: tlsOnly}, v1alpha1.APIGatewaySpec{
+				Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)},
+			}),
+		},
+		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"routes":[{"host":"a.example.com"}]}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("a.example.com", "", "a", 1)}}),
+		},
+		"a user's text under the annotation's name passes through when nothing else is kept": {
+			in:   hubGateway(map[string]string{DataAnnotation: "hello"}, v1.APIGatewaySpec{}),
+			want: alphaGateway(map[string]string{DataAnnotation: "hello"}, v1alpha1.APIGatewaySpec{}),
+		},
+		"a user's text under the annotation's name is kept inside it when v1 data is": {
+			in: hubGateway(map[string]string{DataAnnotation: "hello"}, v1.APIGatewaySpec{IngressClassName: ptr.To("nginx")}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"ingressClassName":"nginx"},"annotation":"hello"}`},
+				v1alpha1.APIGatewaySpec{}),
+		},
+		"a v1 object carrying a value in our format keeps it verbatim": {
+			in: hubGateway(map[string]string{DataAnnotation: tlsOnly}, v1.APIGatewaySpec{}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"annotation":` + jsonString(t, tlsOnly) + `}`},
+				v1alpha1.APIGatewaySpec{}),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := tc.in.DeepCopy()
+			got := &v1alpha1.APIGateway{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1alpha1", Kind: "APIGateway"}}
+			require.NoError(t, V1ToV1alpha1(tc.in, got))
+			tc.want.TypeMeta = got.TypeMeta
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, "example.com/v1alpha1", got.APIVersion, "TypeMeta belongs to the caller")
+			assert.Equal(t, before, tc.in, "the source must not change")
+
+			back := &v1.APIGateway{}
+			V1alpha1ToV1(got, back)
+			assert.Equal(t, tc.in, back, "v1 -> v1alpha1 -> v1 must be the identity")
+		})
+	}
+}
+
+func TestV1alpha1ToV1(t *testing.T) {
+	routesAlpha := []v1alpha1.Route{
+		alphaRoute("api.example.com", "/users/", "user-service", 8080),
+		alphaRoute("api.example.com", "/products/", "product-service", 8081),
+	}
+	tests := map[string]struct {
+		in   *v1alpha1.APIGateway
+		want *v1.APIGateway
+		// identity says whether converting want back gives in again; it
+		// does not when a v1alpha1 client edited what the annotation
+		// describes, which is the point of those cases.
+		identity bool
+	}{
+		"prefix routes become Prefix routes": {
+			in: alphaGateway(nil, v1alpha1.APIGatewaySpec{Image: "nginx:1.27", Replicas: ptr.To[int32](3), Routes: routesAlpha}),
+			want: hubGateway(nil, v1.APIGatewaySpec{Image: "nginx:1.27", Replicas: ptr.To[int32](3), Routes: []v1.Route{
+				hubRoute("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080),
+				hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+			}}),
+			identity: true,
+		},
+		"the annotation is restored and removed; other annotations stay": {
+			in: alphaGateway(map[string]string{DataAnnotation: exactUsers, "team": "a"}, v1alpha1.APIGatewaySpec{Routes: routesAlpha}),
+			want: hubGateway(map[string]string{"team": "a"}, v1.APIGatewaySpec{
+				Routes: []v1.Route{
+					hubRoute("api.example.com", "/users/", v1.PathTypeExact, "user-service", 8080),
+					hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+				},
+				TLS: apiTLS,
+			}),
+			identity: true,
+		},
+		"a changed backend keeps the route's pathType": {
+			in: alphaGateway(map[string]string{DataAnnotation: exactUsers}, v1alpha1.APIGatewaySpec{Image: "new", Routes: []v1alpha1.Route{
+				alphaRoute("api.example.com", "/users/", "users-v2", 9090),
+				alphaRoute("api.example.com", "/products/", "product-service", 8081),
+			}}),
+			want: hubGateway(nil, v1.APIGatewaySpec{Image: "new", Routes: []v1.Route{
+				hubRoute("api.example.com", "/users/", v1.PathTypeExact, "users-v2", 9090),
+				hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+			}, TLS: apiTLS}),
+			identity: true,
+		},
+		"reordered routes keep their own pathTypes": {
+			in: alphaGateway(map[string]string{DataAnnotation: exactUsers}, v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
+				routesAlpha[1], routesAlpha[0],
+			}}),
+			want: hubGateway(nil, v1.APIGatewaySpec{Routes: []v1.Route{
+				hubRoute("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081),
+				hubRoute("api.example.com", "/users/", v1.PathTypeExact, "user-service", 8080),
+			}, TLS: apiTLS}),
+		},
+		"an edited prefix, an added route and a removed route get the v1alpha1 meaning; tls stays": {
+			in: alphaGateway(map[string]string{DataAnnotation: exactUsers}, v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
+				alphaRoute("api.example.com", "/users/v2/", "user-service", 8080),
+				alphaRoute("new.example.com", "/users/", "user-service", 8080),
+			}}),
+			want: hubGateway(nil, v1.APIGatewaySpec{Routes: []v1.Route{
+				hubRoute("api.example.com", "/users/v2/", v1.PathTypePrefix, "user-service", 8080),
+				hubRoute("new.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080),
+			}, TLS: apiTLS}),
+		},
+		"routes with the same host and path are matched in order": {
+			in: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"routes":[` +
+				`{"host":"a.example.com","path":"/x","pathType":"Exact"},` +
+				`{"host":"a.example.com","path":"/x","pathType":"Prefix"}]}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
+					alphaRoute("a.example.com", "/x", "exact", 1),
+					alphaRoute("a.example.com", "/x", "prefix", 2),
+				}}),
+			want: hubGateway(nil, v1.APIGatewaySpec{Routes: []v1.Route{
+				hubRoute("a.example.com", "/x", v1.PathTypeExact, "exact", 1),
+				hubRoute("a.example.com", "/x", v1.PathTypePrefix, "prefix", 2),
+			}}),
+			identity: true,
+		},
+		"a user's value wrapped by V1ToV1alpha1 is given back": {
+			in: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"ingressClassName":"nginx"},"annotation":"hello"}`},
+				v1alpha1.APIGatewaySpec{}),
+			want:     hubGateway(map[string]string{DataAnnotation: "hello"}, v1.APIGatewaySpec{IngressClassName: ptr.To("nginx")}),
+			identity: true,
+		},
+		"an empty annotation map stays empty": {
+			in:       alphaGateway(map[string]string{}, v1alpha1.APIGatewaySpec{}),
+			want:     hubGateway(map[string]string{}, v1.APIGatewaySpec{}),
+			identity: true,
+		},
+	}
+	// Values that are not exactly what V1ToV1alpha1 writes are a user's:
+	// kept in place, nothing restored from them.
+	for name, value := range map[string]string{
+		"text":                      "not JSON",
+		"empty":                     "",
+		"null":                      "null",
+		"empty object":              "{}",
+		"empty spec":                `{"spec":{}}`,
+		"plain routes only":         `{"spec":{"routes":[{"host":"api.example.com","path":"/users/","pathType":"Prefix"}]}}`,
+		"reformatted":               exactUsers[:len(exactUsers)-1] + " }",
+		"unknown field":             `{"spec":{"ingressClassName":"nginx"},"owner":"me"}`,
+		"backend in a route":        `{"spec":{"routes":[{"backendService":{"name":"x","port":1},"host":"api.example.com","path":"/users/","pathType":"Exact"}]}}`,
+		"upper-case key":            `{"SPEC":{"ingressClassName":"nginx"}}`,
+		"pass-through value nested": `{"annotation":"hello"}`,
+		"trailing data":             tlsOnly + "{}",
+	} {
+		tests["a user's value is kept: "+name] = struct {
+			in       *v1alpha1.APIGateway
+			want     *v1.APIGateway
+			identity bool
+		}{
+			in:       alphaGateway(map[string]string{DataAnnotation: value}, v1alpha1.APIGatewaySpec{Routes: routesAlpha[:1]}),
+			want:     hubGateway(map[string]string{DataAnnotation: value}, v1.APIGatewaySpec{Routes: []v1.Route{hubRoute("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080)}}),
+			identity: true,
+		}
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := tc.in.DeepCopy()
+			got := &v1.APIGateway{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "APIGateway"}}
+			V1alpha1ToV1(tc.in, got)
+			tc.want.TypeMeta = got.TypeMeta
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, "example.com/v1", got.APIVersion, "TypeMeta belongs to the caller")
+			assert.Equal(t, before, tc.in, "the source must not change")
+
+			back := &v1alpha1.APIGateway{}
+			require.NoError(t, V1ToV1alpha1(got, back))
+			if tc.identity {
+				assert.Equal(t, tc.in, back, "v1alpha1 -> v1 -> v1alpha1 must be the identity")
+			}
+		})
+	}
+}
+
+func TestStatusAndMetadataAreCopied(t *testing.T) {
+	now := metav1.Now()
+	hub := hubGateway(map[string]string{"a": "b"}, v1.APIGatewaySpec{TLS: apiTLS})
+	hub.Labels = map[string]string{"app": "x"}
+	hub.Generation, hub.ResourceVersion, hub.UID = 7, "42", "uid-1"
+	hub.Finalizers = []string{"example.com/f"}
+	hub.Status = v1.APIGatewayStatus{
+		ObservedGeneration: 7, Replicas: 2, ReadyReplicas: 1, Selector: "app=x",
+		Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Rolling", LastTransitionTime: now}},
+	}
+
+	alpha := &v1alpha1.APIGateway{}
+	require.NoError(t, V1ToV1alpha1(hub, alpha))
+
+	wantMeta := *hub.ObjectMeta.DeepCopy()
+	wantMeta.Annotations[DataAnnotation] = `{"spec":{"tls":[{"hosts":["api.example.com"],"secretName":"api-tls"}]}}`
+	assert.Equal(t, wantMeta, alpha.ObjectMeta, "only the data annotation differs")
+	assert.Equal(t, v1alpha1.APIGatewayStatus(hub.Status), alpha.Status)
+
+	alpha.Status.Conditions[0].Reason = "Changed"
+	assert.Equal(t, "Rolling", hub.Status.Conditions[0].Reason, "status is copied, not shared")
+}
+
+func TestCorruptAnnotationNeverPanics(t *testing.T) {
+	for name, value := range map[string]string{
+		"truncated":      exactUsers[:40],
+		"wrong types":    `{"spec":{"routes":"nope","tls":7}}`,
+		"bad quantity":   `{"spec":{"resources":{"limits":{"cpu":"lots"}}}}`,
+		"deeply nested":  `{"annotation":"{\"annotation\":\"{\\\"annotation\\\":\\\"x\\\"}\"}"}`,
+		"huge number":    `{"spec":{"routes":[{"host":"a","path":"/","pathType":"Exact","backendService":{"port":99999999999}}]}}`,
+		"invalid escape": `{"spec":{"ingressClassName":"\x"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := alphaGateway(map[string]string{DataAnnotation: value}, v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("a", "/", "s", 1)}})
+			hub := &v1.APIGateway{}
+			require.NotPanics(t, func() { V1alpha1ToV1(in, hub) })
+			back := &v1alpha1.APIGateway{}
+			require.NoError(t, V1ToV1alpha1(hub, back))
+			assert.Equal(t, in, back)
+		})
+	}
+}
+
+func jsonString(t *testing.T, s string) string {
+	t.Helper()
+	var p payload
+	p.Annotation = &s
+	out, ok, err := encodeAnnotation(p)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// out is {"annotation":"..."}; keep the quoted string.
+	return out[len(`{"annotation":`) : len(out)-1]
+}
