@@ -59,7 +59,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s ## Run every test against a real kube-apiserver and etcd (builds them first).
+test: verify k8s nginx ## Run every test against a real kube-apiserver and etcd (builds them first).
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: k8s
@@ -69,6 +69,10 @@ $(K8S_STAMP): hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
 	rm -f $(K8S_ASSETS)/.built-*
 	hack/k8s/build.sh $(K8S_ASSETS)
 	touch $@
+
+.PHONY: nginx
+nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).
+	hack/install-nginx.sh
 
 ##@ Build
 

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "golden file missing: run go test ./controller -run %s -update", t.Name())
+	assert.Equal(t, string(want), string(got), "output differs from %s (go test ./controller -update rewrites it)", path)
+}
+
+func goldenYAML(t *testing.T, name string, obj any) {
+	t.Helper()
+	data, err := yaml.Marshal(obj)
+	require.NoError(t, err)
+	golden(t, name, data)
+}
+
+// route is a compact Route literal for tests.
+func route(host, path string, pt v1.PathType, svc string, port int32) v1.Route {
+	return v1.Route{Host: host, Path: path, PathType: pt, BackendService: v1.BackendService{Name: svc, Port: port}}
+}
+
+func gateway(name string, routes ...v1.Route) *v1.APIGateway {
+	return &v1.APIGateway{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0d1e7a55-5e0c-4f3e-9d6b-7a5b1e2c3d4f", Generation: 3},
+		Spec:       v1.APIGatewaySpec{Routes: routes},
+	}
+}
+
+// testGateways are the gateways the builders' golden files show.
+func testGateways() map[string]*v1.APIGateway {
+	seed := gateway("my-app-gateway",
+		route("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080),
+		route("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081))
+	seed.Namespace = "default"
+	seed.Spec.Image = "nginx/nginx-plus:latest"
+	seed.Spec.Replicas = ptr.To[int32](2)
+
+	full := gateway("full",
+		route("www.example.com", "/", v1.PathTypePrefix, "web", 80),
+		route("*.apps.example.com", "/api", v1.PathTypePrefix, "api", 8080),
+		route("api.example.com", "/v1/status", v1.PathTypeExact, "status", 9000))
+	full.Spec.Replicas = ptr.To[int32](3)
+	full.Spec.IngressClassName = ptr.To("nginx")
+	full.Spec.TLS = []v1.GatewayTLS{{Hosts: []string{"www.example.com", "api.example.com"}, SecretName: "example-tls"}}
+	full.Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+
+	// No image and no replicas: what the reconciler sees when the
+	// defaulting webhook failed open.
+	bare := gateway("bare", route("bare.example.com", "/", "", "web", 80))
+	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare}
+}
+
+func TestBuildersGolden(t *testing.T) {
+	for name, gw := range testGateways() {
+		t.Run(name, func(t *testing.T) {
+			config, err := renderConfig(gw, renderOptions{})
+			require.NoError(t, err)
+			goldenYAML(t, name+".configmap.yaml", desiredConfigMap(gw, config))
+			goldenYAML(t, name+".deployment.yaml", desiredDeployment(gw, deploymentParams{
+				Image: FallbackImage, ConfigHash: configHash(config), LocalResolvers: true,
+			}))
+			goldenYAML(t, name+".service.yaml", desiredService(gw))
+			goldenYAML(t, name+".ingress.yaml", desiredIngress(gw))
+		})
+	}
+}
+
+func TestBuildersArePure(t *testing.T) {
+	for name, gw := range testGateways() {
+		t.Run(name, func(t *testing.T) {
+			before := gw.DeepCopy()
+			a, err := renderConfig(gw, renderOptions{})
+			require.NoError(t, err)
+			b, err := renderConfig(gw, renderOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, a, b)
+			assert.Equal(t, desiredDeployment(gw, deploymentParams{ConfigHash: configHash(a)}),
+				desiredDeployment(gw, deploymentParams{ConfigHash: configHash(b)}))
+			assert.Equal(t, before, gw, "a builder changed its input")
+		})
+	}
+}

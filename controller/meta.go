@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+const (
+	// FieldOwner is the server-side apply field manager of every child the
+	// operator writes: one owner, so its applied configuration is the whole
+	// of what the operator wants.
+	FieldOwner = "apigateway-operator"
+
+	// Labels the children carry; the manager's cache selects on them.
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// nameValue is the app.kubernetes.io/name of every child.
+	nameValue = "apigateway"
+
+	// ConfigHashAnnotation, on the gateway pods' template, holds the SHA-256
+	// of the rendered configuration, so a route change rolls the pods and
+	// nothing else does.
+	ConfigHashAnnotation = "example.com/config-hash"
+)
+
+// selectorLabels select a gateway's pods. They are the Deployment's
+// immutable selector, so they hold only what never changes for a gateway.
+func selectorLabels(gw *v1.APIGateway) map[string]string {
+	return map[string]string{LabelName: nameValue, LabelInstance: gw.Name}
+}
+
+// childLabels are the labels of every child and of the gateway pods.
+func childLabels(gw *v1.APIGateway) map[string]string {
+	l := selectorLabels(gw)
+	l[LabelManagedBy] = FieldOwner
+	return l
+}
+
+// managedSelector selects every child the operator manages, in any
+// namespace; it restricts the manager's cache.
+func managedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelName: nameValue, LabelManagedBy: FieldOwner})
+}
+
+// ownerReference makes gw the controller of a child, so the garbage
+// collector deletes the child with the gateway and Owns() maps its events
+// back to the gateway.
+func ownerReference(gw *v1.APIGateway) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(v1.GroupVersion.String()).
+		WithKind("APIGateway").
+		WithName(gw.Name).
+		WithUID(gw.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// configMapName is the name of the ConfigMap holding gw's configuration.
+func configMapName(gw *v1.APIGateway) string { return gw.Name + "-config" }
+
+// replicas is spec.replicas, or 1 when the defaulting webhook did not run.
+func replicas(gw *v1.APIGateway) int32 {
+	if gw.Spec.Replicas == nil {
+		return 1
+	}
+	return *gw.Spec.Replicas
+}

@@ -1,0 +1,198 @@
+package controller
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// routeSets are the route sets whose rendered configuration is checked
+// against golden files and by the real nginx.
+func routeSets() map[string]*v1.APIGateway {
+	return map[string]*v1.APIGateway{
+		"seed": testGateways()["seed"],
+		"mixed": gateway("mixed",
+			route("api.example.com", "/users", v1.PathTypePrefix, "users", 8080),
+			// Same element-wise prefix as /users: the first in sorted order wins.
+			route("api.example.com", "/users/", v1.PathTypePrefix, "users-v2", 8080),
+			// An Exact route beats the exact location a Prefix route adds.
+			route("api.example.com", "/users", v1.PathTypeExact, "users-exact", 8080),
+			route("api.example.com", "/users/", v1.PathTypeExact, "users-index", 8080),
+			route("api.example.com", "/", v1.PathTypePrefix, "catch-all", 80),
+			route("www.example.com", "/", "", "web", 80),
+			route("*.example.com", "/", v1.PathTypePrefix, "tenant", 8443),
+			route("*.eu.example.com", "/health", v1.PathTypeExact, "eu-health", 8081)),
+		// Every character the API's whitelist allows, and percent-encoding.
+		"odd-characters": gateway("odd",
+			route("odd.example.com", "/a-b.c_d~e!f&g(h)i*j+k,l=m:n@o/", v1.PathTypePrefix, "odd", 1),
+			route("odd.example.com", "/caf%C3%A9", v1.PathTypeExact, "cafe", 65535),
+			route("odd.example.com", "/100%25", v1.PathTypePrefix, "percent", 8080)),
+	}
+}
+
+func TestRenderConfigGolden(t *testing.T) {
+	for name, gw := range routeSets() {
+		t.Run(name, func(t *testing.T) {
+			config, err := renderConfig(gw, renderOptions{})
+			require.NoError(t, err)
+			golden(t, name+".conf.template", []byte(config))
+		})
+	}
+}
+
+func TestRenderConfigIsDeterministic(t *testing.T) {
+	gw := routeSets()["mixed"]
+	want, err := renderConfig(gw, renderOptions{})
+	require.NoError(t, err)
+	reversed := gw.DeepCopy()
+	for i, j := 0, len(reversed.Spec.Routes)-1; i < j; i, j = i+1, j-1 {
+		reversed.Spec.Routes[i], reversed.Spec.Routes[j] = reversed.Spec.Routes[j], reversed.Spec.Routes[i]
+	}
+	got, err := renderConfig(reversed, renderOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the route order changed the configuration")
+	assert.Equal(t, configHash(want), configHash(got))
+}
+
+// TestRenderedConfigPassesNginx runs the real `nginx -t` on every route set,
+// with the template rendered the way the image's entrypoint does it but with
+// a fixed resolver, so it needs neither network nor cluster DNS.
+func TestRenderedConfigPassesNginx(t *testing.T) {
+	nginx := nginxBinary(t)
+	for name, gw := range routeSets() {
+		t.Run(name, func(t *testing.T) {
+			config, err := renderConfig(gw, renderOptions{})
+			require.NoError(t, err)
+			out, err := nginxTest(t, nginx, envsubstResolver(config, "127.0.0.1"))
+			require.NoError(t, err, "nginx -t refused the configuration:\n%s\n%s", out, config)
+			assert.Contains(t, out, "test is successful")
+		})
+	}
+	t.Run("fixed resolvers option", func(t *testing.T) {
+		config, err := renderConfig(routeSets()["seed"], renderOptions{Resolvers: []string{"10.96.0.10", "fd00::10"}, ClusterDomain: "corp.internal"})
+		require.NoError(t, err)
+		assert.Contains(t, config, "resolver 10.96.0.10 [fd00::10] valid=30s;")
+		assert.Contains(t, config, `"user-service.default.svc.corp.internal:8080"`)
+		out, err := nginxTest(t, nginx, config)
+		require.NoError(t, err, "nginx -t: %s", out)
+	})
+	t.Run("the checker fails on a broken configuration", func(t *testing.T) {
+		out, err := nginxTest(t, nginx, "server { listen 8080; location / { proxy_pass http://unresolvable.invalid; } }\n")
+		require.Error(t, err, "nginx -t accepted a static upstream it cannot resolve: %s", out)
+	})
+}
+
+func TestRenderConfigRefusesHostileStrings(t *testing.T) {
+	tests := map[string]struct {
+		route   v1.Route
+		wantErr string
+	}{
+		"host breaking out of server_name": {
+			route: route("a.example.com; } server { listen 80", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"host with a variable":   {route: route("$host.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"upper-case host":        {route: route("API.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"wildcard in the middle": {route: route("a.*.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"path closing the block": {route: route("a.example.com", "/x; } location / { return 200", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a quote":      {route: route("a.example.com", `/x"`, v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a brace":      {route: route("a.example.com", "/x{", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a variable":   {route: route("a.example.com", "/${NGINX_LOCAL_RESOLVERS}", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a backslash":  {route: route("a.example.com", `/x\`, v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a newline":    {route: route("a.example.com", "/x\nreturn 200;", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"path with a space":      {route: route("a.example.com", "/x y", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"relative path":          {route: route("a.example.com", "x", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
+		"encoded quote":          {route: route("a.example.com", "/x%22", v1.PathTypePrefix, "web", 80), wantErr: `contains '"'`},
+		"encoded semicolon":      {route: route("a.example.com", "/x%3B", v1.PathTypePrefix, "web", 80), wantErr: `contains ';'`},
+		"encoded newline":        {route: route("a.example.com", "/x%0A", v1.PathTypePrefix, "web", 80), wantErr: `contains '\n'`},
+		"encoded dot segment":    {route: route("a.example.com", "/a/%2E%2E/b", v1.PathTypePrefix, "web", 80), wantErr: `contains "/../"`},
+		"encoded double slash":   {route: route("a.example.com", "/a%2F/b", v1.PathTypePrefix, "web", 80), wantErr: `contains "//"`},
+		"bad percent-encoding":   {route: route("a.example.com", "/a%zz", v1.PathTypePrefix, "web", 80), wantErr: "invalid percent-encoding"},
+		"invalid UTF-8":          {route: route("a.example.com", "/a%FF", v1.PathTypePrefix, "web", 80), wantErr: "invalid UTF-8"},
+		"unknown path type":      {route: route("a.example.com", "/", "Regex", "web", 80), wantErr: "spec.routes[0].pathType"},
+		"service breaking out":   {route: route("a.example.com", "/", v1.PathTypePrefix, `web";return 200;#`, 80), wantErr: "spec.routes[0].backendService.name"},
+		"service with a dot":     {route: route("a.example.com", "/", v1.PathTypePrefix, "evil.com", 80), wantErr: "spec.routes[0].backendService.name"},
+		"port zero":              {route: route("a.example.com", "/", v1.PathTypePrefix, "web", 0), wantErr: "spec.routes[0].backendService.port"},
+		"port too large":         {route: route("a.example.com", "/", v1.PathTypePrefix, "web", 70000), wantErr: "spec.routes[0].backendService.port"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			config, err := renderConfig(gateway("evil", tc.route), renderOptions{})
+			require.Error(t, err, "rendered:\n%s", config)
+			assert.Contains(t, err.Error(), tc.wantErr)
+			assert.Empty(t, config)
+		})
+	}
+	t.Run("hostile namespace", func(t *testing.T) {
+		gw := gateway("evil", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+		gw.Namespace = "ns;x"
+		_, err := renderConfig(gw, renderOptions{})
+		require.ErrorContains(t, err, "metadata.namespace")
+	})
+	t.Run("hostile resolver and cluster domain", func(t *testing.T) {
+		gw := gateway("evil", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+		_, err := renderConfig(gw, renderOptions{Resolvers: []string{"1.1.1.1; include /etc/passwd"}})
+		require.ErrorContains(t, err, "not an IP address")
+		_, err = renderConfig(gw, renderOptions{ClusterDomain: "x;y"})
+		require.ErrorContains(t, err, "clusterDomain")
+	})
+	t.Run("every error at once", func(t *testing.T) {
+		_, err := renderConfig(gateway("evil",
+			route("ok.example.com", "/", v1.PathTypePrefix, "web", 80),
+			route("Bad", "/", v1.PathTypePrefix, "web", 80),
+			route("ok.example.com", "/a;", v1.PathTypePrefix, "web", 80)), renderOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "spec.routes[1].host")
+		assert.Contains(t, err.Error(), "spec.routes[2].path")
+	})
+}
+
+// nginxBinary finds Debian's nginx; a missing one fails the test, since
+// without it nothing checks that nginx accepts what the operator renders.
+func nginxBinary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	t.Fatal("nginx not found: run hack/install-nginx.sh (installs Debian's nginx) and test again")
+	return ""
+}
+
+// envsubstResolver does what the image's entrypoint does to the template,
+// with a fixed resolver address instead of the pod's cluster DNS.
+func envsubstResolver(config, resolver string) string {
+	return strings.ReplaceAll(config, "${"+resolverVariable+"}", resolver)
+}
+
+// nginxTest runs `nginx -t` on config, included in the http block of a
+// minimal main configuration (as the images' nginx.conf includes
+// conf.d/*.conf), with every path nginx writes inside a temporary prefix.
+func nginxTest(t *testing.T, nginx, config string) (string, error) {
+	t.Helper()
+	prefix := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(prefix, "conf.d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(prefix, "conf.d", "gateway.conf"), []byte(config), 0o644))
+	main := `events {}
+http {
+    access_log off;
+    client_body_temp_path PREFIX/client_body;
+    proxy_temp_path PREFIX/proxy;
+    fastcgi_temp_path PREFIX/fastcgi;
+    uwsgi_temp_path PREFIX/uwsgi;
+    scgi_temp_path PREFIX/scgi;
+    include PREFIX/conf.d/*.conf;
+}
+`
+	mainPath := filepath.Join(prefix, "nginx.conf")
+	require.NoError(t, os.WriteFile(mainPath, []byte(strings.ReplaceAll(main, "PREFIX", prefix)), 0o644))
+	globals := "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + ";"
+	out, err := exec.Command(nginx, "-t", "-c", mainPath, "-p", prefix+"/", "-g", globals).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// ControllerName names the controller (metrics, logs) and the events'
+// reporting controller.
+const ControllerName = "apigateway"
+
+// FallbackImage is the gateway image used when neither spec.image (the
+// mutating webhook fills it in) nor Options.DefaultImage is set: an nginx
+// build that listens on 8080 as a non-root user.
+const FallbackImage = "nginxinc/nginx-unprivileged:1.29-alpine"
+
+// Options configures the reconciler.
+type Options struct {
+	// MaxConcurrentReconciles is how many gateways reconcile at once;
+	// 0 means 1.
+	MaxConcurrentReconciles int
+	// DefaultImage is the gateway image when spec.image is empty, which
+	// happens only when the defaulting webhook failed open. Empty means
+	// FallbackImage.
+	DefaultImage string
+	// Resolvers are the DNS servers' IP addresses nginx resolves backends
+	// with. Empty (the usual) means the cluster DNS from the pod's
+	// /etc/resolv.conf, filled in by the nginx image's entrypoint; set them
+	// for images without that entrypoint.
+	Resolvers []string
+	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
+	ClusterDomain string
+}
+
+// Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
+// Ingress as its spec says and reports their state in its status.
+type Reconciler struct {
+	client   client.Client
+	recorder recorder.EventRecorder
+	opts     Options
+}
+
+// +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
+// +kubebuilder:rbac:groups=example.com,resources=apigateways/status,verbs=get;patch
+// +kubebuilder:rbac:groups=example.com,resources=apigateways/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler with mgr. The manager's cache
+// should be built with CacheOptions.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	return setup(mgr, opts, nil)
+}
+
+// setup registers the reconciler; observe, when set, sees every request
+// (tests count reconciles with it).
+func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 1
+	}
+	if opts.DefaultImage == "" {
+		opts.DefaultImage = FallbackImage
+	}
+	if _, err := resolverArgs(opts.Resolvers); err != nil {
+		return err
+	}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts}
+	var rec interface {
+		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
+	} = r
+	if observe != nil {
+		rec = observingReconciler{r, observe}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		// Status-only writes (ours included) do not bump the generation.
+		For(&v1.APIGateway{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(rec)
+}
+
+type observingReconciler struct {
+	*Reconciler
+	observe func(ctrl.Request)
+}
+
+func (o observingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	o.observe(req)
+	return o.Reconciler.Reconcile(ctx, req)
+}
+
+// CacheOptions restrict the manager's cache of ConfigMaps, Deployments,
+// Services and Ingresses to the children the operator manages, so it does
+// not hold every such object in the cluster. Children are compared with
+// what their managed fields say was applied: do not strip managedFields
+// from these objects with a cache transform.
+func CacheOptions() cache.Options {
+	managed := cache.ByObject{Label: managedSelector()}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}:     managed,
+		&appsv1.Deployment{}:    managed,
+		&corev1.Service{}:       managed,
+		&networkingv1.Ingress{}: managed,
+	}}
+}
+
+// Reconcile brings one gateway's children in line with its spec and
+// records the outcome in its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gw := &v1.APIGateway{}
+	if err := r.client.Get(ctx, req.NamespacedName, gw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !gw.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the children through their owner
+		// references; re-applying them now would only race it.
+		return ctrl.Result{}, nil
+	}
+	dep, failures := r.applyChildren(ctx, gw)
+	statusErr := r.updateStatus(ctx, gw, dep, failures)
+	errs := []error{statusErr}
+	for _, f := range failures {
+		err := fmt.Errorf("%s %s: %w", f.kind, f.name, f.err)
+		if f.reason == ReasonInvalidRoutes {
+			// Retrying cannot help; a spec change reconciles again.
+			err = reconcile.TerminalError(err)
+		}
+		errs = append(errs, err)
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// applyChildren applies the four children, recording what changed or failed.
+// It returns the Deployment as the API server has it (nil if missing).
+func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*appsv1.Deployment, []failure) {
+	var failures []failure
+	// The child is the events' related object: it names the child, and
+	// keeps the four children's events from merging into one series.
+	note := func(kind string, related client.Object, act action, err error) {
+		switch {
+		case err != nil:
+			failures = append(failures, failure{kind: kind, name: related.GetName(), reason: ReasonApplyFailed, err: err})
+			r.recorder.Eventf(gw, related, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s %s: %v", kind, related.GetName(), err)
+		case act != unchanged:
+			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
+		}
+	}
+
+	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, note)
+	if depFailure != nil {
+		failures = append(failures, *depFailure)
+	}
+	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
+	_, act, err := applyChild(ctx, r.client, serviceChild, key, desiredService(gw))
+	note("Service", serviceChild.stub(key), act, err)
+	_, act, err = applyChild(ctx, r.client, ingressChild, key, desiredIngress(gw))
+	note("Ingress", ingressChild.stub(key), act, err)
+	return dep, failures
+}
+
+// applyConfigAndDeployment renders the configuration and applies the
+// ConfigMap and the Deployment, whose pod template carries the
+// configuration's hash. Routes the renderer refuses leave both as they are.
+func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, note func(string, client.Object, action, error)) (*appsv1.Deployment, *failure) {
+	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
+	config, err := renderConfig(gw, renderOptions{Resolvers: r.opts.Resolvers, ClusterDomain: r.opts.ClusterDomain})
+	if err != nil {
+		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", err)
+		return r.currentDeployment(ctx, key), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: err}
+	}
+	cmKey := client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}
+	_, act, err := applyChild(ctx, r.client, configMapChild, cmKey, desiredConfigMap(gw, config))
+	note("ConfigMap", configMapChild.stub(cmKey), act, err)
+	dep, act, err := applyChild(ctx, r.client, deploymentChild, key, desiredDeployment(gw, deploymentParams{
+		Image:          r.opts.DefaultImage,
+		ConfigHash:     configHash(config),
+		LocalResolvers: len(r.opts.Resolvers) == 0,
+	}))
+	note("Deployment", deploymentChild.stub(key), act, err)
+	if err != nil {
+		return r.currentDeployment(ctx, key), nil
+	}
+	return dep, nil
+}
+
+// currentDeployment is the cached Deployment, or nil.
+func (r *Reconciler) currentDeployment(ctx context.Context, key client.ObjectKey) *appsv1.Deployment {
+	dep := &appsv1.Deployment{}
+	if err := r.client.Get(ctx, key, dep); err != nil {
+		return nil
+	}
+	return dep
+}
+
+// updateStatus writes gw's status through the status subresource, only
+// when it differs from what gw already says.
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) error {
+	want := computeStatus(gw, dep, failures, metav1.NewTime(time.Now().Truncate(time.Second)))
+	if equality.Semantic.DeepEqual(gw.Status, want) {
+		return nil
+	}
+	patch := client.MergeFrom(gw.DeepCopy())
+	gw.Status = want
+	if err := r.client.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}
+
+var (
+	configMapChild = child[*corev1.ConfigMap, *corev1ac.ConfigMapApplyConfiguration]{
+		kind: "ConfigMap", newObj: func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, extract: corev1ac.ExtractConfigMap,
+	}
+	deploymentChild = child[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]{
+		kind: "Deployment", newObj: func() *appsv1.Deployment { return &appsv1.Deployment{} }, extract: appsv1ac.ExtractDeployment,
+	}
+	serviceChild = child[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
+		kind: "Service", newObj: func() *corev1.Service { return &corev1.Service{} }, extract: corev1ac.ExtractService,
+		repair: repairServicePorts,
+	}
+	ingressChild = child[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]{
+		kind: "Ingress", newObj: func() *networkingv1.Ingress { return &networkingv1.Ingress{} }, extract: networkingv1ac.ExtractIngress,
+	}
+)

@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// Condition reasons. Each says what a person can do about it.
+const (
+	ReasonAllReplicasReady   = "AllReplicasReady"
+	ReasonReplicasNotReady   = "ReplicasNotReady"
+	ReasonScaledToZero       = "ScaledToZero"
+	ReasonDeploymentMissing  = "DeploymentMissing"
+	ReasonRollingOut         = "RollingOut"
+	ReasonRolloutComplete    = "RolloutComplete"
+	ReasonRolloutStuck       = "RolloutStuck"
+	ReasonChildrenApplied    = "ChildrenApplied"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonInvalidRoutes      = "InvalidRoutes"
+	ReasonChildrenNotApplied = "ChildrenNotApplied"
+)
+
+// failure is a child that could not be built or applied.
+type failure struct {
+	kind, name string
+	reason     string // ReasonApplyFailed or ReasonInvalidRoutes
+	err        error
+}
+
+func (f failure) String() string { return fmt.Sprintf("%s %s: %v", f.kind, f.name, f.err) }
+
+// computeStatus is gw's status given its Deployment as the API server has it
+// (nil when it does not exist) and the children that failed. Conditions keep
+// their lastTransitionTime unless their status changes (then it is now).
+func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, now metav1.Time) v1.APIGatewayStatus {
+	st := v1.APIGatewayStatus{
+		ObservedGeneration: gw.Generation,
+		Selector:           labels.SelectorFromSet(selectorLabels(gw)).String(),
+		Conditions:         append([]metav1.Condition(nil), gw.Status.Conditions...),
+	}
+	if dep != nil {
+		st.Replicas = dep.Status.Replicas
+		st.ReadyReplicas = dep.Status.ReadyReplicas
+	}
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = gw.Generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(degradedCondition(dep, failures))
+	set(progressingCondition(gw, dep, failures))
+	set(readyCondition(gw, dep, failures))
+	return st
+}
+
+func degradedCondition(dep *appsv1.Deployment, failures []failure) metav1.Condition {
+	if len(failures) > 0 {
+		msgs := make([]string, len(failures))
+		for i, f := range failures {
+			msgs[i] = f.String()
+		}
+		return metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: failureReason(failures),
+			Message: strings.Join(msgs, "; ")}
+	}
+	if c := deploymentCondition(dep, appsv1.DeploymentProgressing); c != nil && c.Reason == "ProgressDeadlineExceeded" {
+		return metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonRolloutStuck,
+			Message: "the gateway pods are not becoming ready (check their events, image and resources): " + c.Message}
+	}
+	return metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonChildrenApplied,
+		Message: "the ConfigMap, Deployment, Service and Ingress match the spec"}
+}
+
+func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonRollingOut}
+	switch {
+	case dep == nil && len(failures) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonChildrenNotApplied
+		c.Message = "the Deployment could not be applied; see the Degraded condition"
+	case dep == nil:
+		c.Message = "creating the Deployment"
+	case !rolledOut(gw, dep):
+		c.Message = fmt.Sprintf("%d of %d pods run the current configuration", dep.Status.UpdatedReplicas, replicas(gw))
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutComplete
+		c.Message = fmt.Sprintf("all %d pods run the current configuration", replicas(gw))
+	}
+	return c
+}
+
+func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse}
+	want := replicas(gw)
+	switch {
+	case dep == nil:
+		c.Reason, c.Message = ReasonDeploymentMissing, "the gateway's Deployment does not exist yet"
+	case want == 0:
+		c.Reason, c.Message = ReasonScaledToZero, "spec.replicas is 0: no pod serves the routes"
+	case len(failures) > 0:
+		c.Reason, c.Message = failureReason(failures), "some children do not match the spec; see the Degraded condition"
+	case !rolledOut(gw, dep) || dep.Status.ReadyReplicas < want:
+		c.Reason = ReasonReplicasNotReady
+		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonAllReplicasReady
+		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)
+	}
+	return c
+}
+
+// failureReason is InvalidRoutes when the routes were refused (the user
+// must fix the spec), else ApplyFailed (the API server refused a child).
+func failureReason(failures []failure) string {
+	for _, f := range failures {
+		if f.reason == ReasonInvalidRoutes {
+			return ReasonInvalidRoutes
+		}
+	}
+	return ReasonApplyFailed
+}
+
+// rolledOut reports whether the Deployment controller has seen the current
+// Deployment spec and every pod it keeps is of the current template.
+func rolledOut(gw *v1.APIGateway, dep *appsv1.Deployment) bool {
+	want := replicas(gw)
+	s := dep.Status
+	return s.ObservedGeneration >= dep.Generation &&
+		s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas >= want
+}
+
+func deploymentCondition(dep *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	if dep == nil {
+		return nil
+	}
+	for i := range dep.Status.Conditions {
+		if c := &dep.Status.Conditions[i]; c.Type == t && c.Status != corev1.ConditionUnknown {
+			return c
+		}
+	}
+	return nil
+}

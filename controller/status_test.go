@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+func deploymentWith(generation int64, s appsv1.DeploymentStatus) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation}, Status: s}
+}
+
+func TestComputeStatus(t *testing.T) {
+	ready := appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	tests := map[string]struct {
+		replicas  int32
+		dep       *appsv1.Deployment
+		failures  []failure
+		ready     metav1.ConditionStatus
+		readyWhy  string
+		progWhy   string
+		degraded  metav1.ConditionStatus
+		degradWhy string
+	}{
+		"no deployment yet": {replicas: 2, ready: "False", readyWhy: ReasonDeploymentMissing, progWhy: ReasonRollingOut,
+			degraded: "False", degradWhy: ReasonChildrenApplied},
+		"pods not ready": {replicas: 2, dep: deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1}),
+			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "False", degradWhy: ReasonChildrenApplied},
+		"all ready": {replicas: 2, dep: deploymentWith(4, ready),
+			ready: "True", readyWhy: ReasonAllReplicasReady, progWhy: ReasonRolloutComplete, degraded: "False", degradWhy: ReasonChildrenApplied},
+		"deployment controller has not seen the new spec": {replicas: 2, dep: deploymentWith(5, ready),
+			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "False", degradWhy: ReasonChildrenApplied},
+		"old pods still running": {replicas: 2, dep: deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 3, AvailableReplicas: 3}),
+			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "False", degradWhy: ReasonChildrenApplied},
+		"scaled to zero": {replicas: 0, dep: deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4}),
+			ready: "False", readyWhy: ReasonScaledToZero, progWhy: ReasonRolloutComplete, degraded: "False", degradWhy: ReasonChildrenApplied},
+		"a child failed": {replicas: 2, dep: deploymentWith(4, ready),
+			failures: []failure{{kind: "Service", name: "gw", reason: ReasonApplyFailed, err: errors.New("boom")}},
+			ready:    "False", readyWhy: ReasonApplyFailed, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonApplyFailed},
+		"routes refused": {replicas: 2,
+			failures: []failure{{kind: "ConfigMap", name: "gw-config", reason: ReasonInvalidRoutes, err: errors.New("bad path")}},
+			ready:    "False", readyWhy: ReasonDeploymentMissing, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonInvalidRoutes},
+		"routes refused after the gateway ran": {replicas: 2, dep: deploymentWith(4, ready),
+			failures: []failure{{kind: "ConfigMap", name: "gw-config", reason: ReasonInvalidRoutes, err: errors.New("bad path")}},
+			ready:    "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonInvalidRoutes},
+		"rollout stuck": {replicas: 2, dep: deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}}}),
+			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "True", degradWhy: ReasonRolloutStuck},
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+			gw.Spec.Replicas = ptr.To(tc.replicas)
+			st := computeStatus(gw, tc.dep, tc.failures, now)
+			assert.Equal(t, gw.Generation, st.ObservedGeneration)
+			assert.Equal(t, "app.kubernetes.io/instance=gw,app.kubernetes.io/name=apigateway", st.Selector)
+			assertCondition(t, st.Conditions, v1.ConditionReady, tc.ready, tc.readyWhy)
+			assertCondition(t, st.Conditions, v1.ConditionProgressing, "", tc.progWhy)
+			assertCondition(t, st.Conditions, v1.ConditionDegraded, tc.degraded, tc.degradWhy)
+			for _, f := range tc.failures {
+				assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1.ConditionDegraded).Message, f.kind+" "+f.name,
+					"Degraded does not name the failed child")
+			}
+		})
+	}
+}
+
+func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
+	gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+	dep := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1})
+	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	gw.Status = computeStatus(gw, dep, nil, t1)
+	again := computeStatus(gw, dep, nil, metav1.NewTime(t1.Add(time.Hour)))
+	assert.Equal(t, gw.Status, again, "an unchanged status must compare equal, or every reconcile writes it")
+
+	dep.Status.ReadyReplicas = 0
+	later := metav1.NewTime(t1.Add(2 * time.Hour))
+	changed := computeStatus(gw, dep, nil, later)
+	assert.Equal(t, later, meta.FindStatusCondition(changed.Conditions, v1.ConditionReady).LastTransitionTime)
+	assert.Equal(t, t1, meta.FindStatusCondition(changed.Conditions, v1.ConditionDegraded).LastTransitionTime)
+}
+
+func assertCondition(t *testing.T, conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, typ)
+	if !assert.NotNil(t, c, "no %s condition", typ) {
+		return
+	}
+	if status != "" {
+		assert.Equal(t, status, c.Status, "%s status", typ)
+	}
+	assert.Equal(t, reason, c.Reason, "%s reason", typ)
+	assert.NotEmpty(t, c.Message, "%s message", typ)
+}

@@ -1,0 +1,248 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+const (
+	waitFor = 30 * time.Second
+	tick    = 100 * time.Millisecond
+)
+
+// operator is a running manager with the reconciler, and what it did.
+type operator struct {
+	writes     *writeCounter
+	mu         sync.Mutex
+	reconciles map[string]int
+}
+
+func (o *operator) reconcileCount(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reconciles[name]
+}
+
+// startOperator runs the reconciler in a manager built the way main builds
+// it (CacheOptions merged into the manager options) until the test ends.
+// Every request the manager sends goes through a counting transport.
+func startOperator(t *testing.T) *operator {
+	t.Helper()
+	op := &operator{writes: &writeCounter{}, reconciles: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "apigateway-operator-test"
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: op.writes} }
+	opts := env.ManagerOptions()
+	opts.Cache = CacheOptions()
+	mgr, err := ctrl.NewManager(cfg, opts)
+	require.NoError(t, err)
+	require.NoError(t, setup(mgr, Options{MaxConcurrentReconciles: 2}, func(req ctrl.Request) {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		op.reconciles[req.Namespace+"/"+req.Name]++
+	}))
+	env.StartManager(t, mgr)
+	return op
+}
+
+// writeCounter records every request that is not a read.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (c *writeCounter) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, s)
+}
+
+func (c *writeCounter) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...)
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *writeCounter
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		t.c.add(req.Method + " " + req.URL.Path)
+	}
+	return t.next.RoundTrip(req)
+}
+
+// newNamespace creates a fresh namespace for one test (fresh also under
+// -count=N: envtest cannot delete namespaces) and returns its name.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	require.NoError(t, env.Client.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// createGateway creates gw and deletes it when the test ends.
+func createGateway(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
+	t.Helper()
+	gw = gw.DeepCopy()
+	gw.UID, gw.Generation = "", 0
+	require.NoError(t, env.Client.Create(context.Background(), gw))
+	t.Cleanup(func() { deleteGateway(gw) })
+	return gw
+}
+
+// deleteGateway deletes gw and, since envtest runs no garbage collector,
+// its children.
+func deleteGateway(gw *v1.APIGateway) {
+	ctx := context.Background()
+	_ = env.Client.Delete(ctx, gw)
+	key := client.ObjectKeyFromObject(gw)
+	for obj, k := range map[client.Object]client.ObjectKey{
+		&corev1.ConfigMap{}:  {Namespace: gw.Namespace, Name: gw.Name + "-config"},
+		&appsv1.Deployment{}: key, &corev1.Service{}: key, &networkingv1.Ingress{}: key,
+	} {
+		obj.SetNamespace(k.Namespace)
+		obj.SetName(k.Name)
+		_ = env.Client.Delete(ctx, obj)
+	}
+}
+
+// children are one gateway's four children as the API server has them.
+type children struct {
+	cm  corev1.ConfigMap
+	dep appsv1.Deployment
+	svc corev1.Service
+	ing networkingv1.Ingress
+}
+
+func getChildren(ctx context.Context, gw *v1.APIGateway) (children, error) {
+	var ch children
+	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
+	for obj, k := range map[client.Object]client.ObjectKey{
+		&ch.cm: {Namespace: gw.Namespace, Name: gw.Name + "-config"}, &ch.dep: key, &ch.svc: key, &ch.ing: key,
+	} {
+		if err := env.Client.Get(ctx, k, obj); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
+}
+
+// settled waits until gw's four children exist and its status describes
+// its current generation, and returns both.
+func settled(t *testing.T, gw *v1.APIGateway) (*v1.APIGateway, children) {
+	t.Helper()
+	ctx := context.Background()
+	var ch children
+	cur := &v1.APIGateway{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), cur))
+		var err error
+		ch, err = getChildren(ctx, cur)
+		require.NoError(c, err)
+		require.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written for this generation")
+	}, waitFor, tick)
+	return cur, ch
+}
+
+// setDeploymentStatus plays the Deployment controller (envtest runs none):
+// the current template rolled out with ready of the wanted pods ready.
+func setDeploymentStatus(t *testing.T, gw *v1.APIGateway, ready int32) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(gw), dep); err != nil {
+			return err
+		}
+		want := *dep.Spec.Replicas
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: want, UpdatedReplicas: want,
+			ReadyReplicas: ready, AvailableReplicas: ready}
+		return env.Client.Status().Update(ctx, dep)
+	}))
+}
+
+// waitCondition waits until gw's condition typ has status and reason.
+func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) *v1.APIGateway {
+	t.Helper()
+	cur := &v1.APIGateway{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
+		cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
+		require.NotNil(c, cond, "no %s condition", typ)
+		assert.Equal(c, status, cond.Status)
+		assert.Equal(c, reason, cond.Reason, "message: %s", cond.Message)
+	}, waitFor, tick)
+	return cur
+}
+
+// assertControlledBy checks the child's controller owner reference and labels.
+func assertControlledBy(t *testing.T, obj client.Object, gw *v1.APIGateway) {
+	t.Helper()
+	ref := metav1.GetControllerOf(obj)
+	if assert.NotNil(t, ref, "%T %s has no controller", obj, obj.GetName()) {
+		assert.Equal(t, gw.UID, ref.UID)
+		assert.Equal(t, "APIGateway", ref.Kind)
+		assert.Equal(t, "example.com/v1", ref.APIVersion)
+	}
+	assert.Equal(t, map[string]string{LabelName: "apigateway", LabelInstance: gw.Name, LabelManagedBy: FieldOwner}, obj.GetLabels())
+}
+
+// gatewayEvents are the reasons of the events regarding gw, sorted.
+func gatewayEvents(ctx context.Context, gw *v1.APIGateway) ([]string, error) {
+	list := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(gw.Namespace)); err != nil {
+		return nil, err
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.UID != gw.UID {
+			continue
+		}
+		related := ""
+		if e.Related != nil {
+			related = " " + e.Related.Kind + "/" + e.Related.Name
+		}
+		reasons = append(reasons, fmt.Sprintf("%s %s%s", e.Type, e.Reason, related))
+	}
+	sort.Strings(reasons)
+	return reasons, nil
+}
+
+func mustQuantity(t *testing.T, s string) resource.Quantity {
+	t.Helper()
+	q, err := resource.ParseQuantity(s)
+	require.NoError(t, err)
+	return q
+}
