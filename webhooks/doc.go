@@ -1,4 +1,18 @@
 // Package webhooks holds the mutating and validating admission webhooks for
 // the v1 APIGateway (the hub), and wires them with the conversion webhook
 // onto the manager's webhook server.
+//
+// The logic is in pure functions: Default fills in the image (the
+// namespace's example.com/default-gateway-image annotation, else the
+// operator's default), replicas, route paths and path types, and
+// normalizes host names; Validate checks every rule of the API contract and
+// returns all errors with their field paths, plus warnings. Defaulter and
+// Validator only gather what those functions need: the namespace's
+// annotation from a metadata-only cache, the gateways that already serve a
+// host and path from a cache field index (HostPathIndex), and backend
+// Service ports from a slim Service cache of their own.
+//
+// The mutating webhook fails open and the validating one fails closed: an
+// object the defaulter never saw is rejected for its missing image or
+// replicas instead of being stored without them.
 package webhooks

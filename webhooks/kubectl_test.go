@@ -1,0 +1,261 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
+)
+
+// The real kube-apiserver calls the webhooks over TLS through the generated
+// configurations, and every case is driven through the real kubectl, so
+// the tests see what a user sees.
+
+const flagImage = "flag.example/nginx-unprivileged:1.0"
+
+func TestAdmissionThroughKubectl(t *testing.T) {
+	startWebhooks(t, Options{DefaultImage: flagImage, DefaultReplicas: 1})
+
+	t.Run("defaults", testKubectlDefaults)
+	t.Run("dry run", testDryRun)
+	t.Run("invalid", testInvalid)
+	t.Run("conflicts", testConflicts)
+	t.Run("warnings", testWarnings)
+}
+
+func testKubectlDefaults(t *testing.T) {
+	ctx := t.Context()
+	createNamespace(t, "defaults", "")
+	createNamespace(t, "annotated", "team.example/nginx:2.0")
+
+	// No image, replicas, path or pathType, and a host as a user may type it.
+	spec := "routes:\n- host: API.Example.COM.\n  backendService: {name: svc, port: 80}\ntls:\n- hosts: [Api.Example.Com]\n  secretName: api-tls\n"
+	res := kubectl(ctx, manifest("defaults", "gw", spec), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "apigateway.example.com/gw created")
+	assert.Contains(t, res.Stderr, "Warning: spec.replicas: 1 runs a single gateway pod")
+
+	gw := get(t, "defaults", "gw")
+	assert.Equal(t, flagImage, gw.Spec.Image)
+	require.NotNil(t, gw.Spec.Replicas)
+	assert.Equal(t, int32(1), *gw.Spec.Replicas)
+	assert.Equal(t, []v1.Route{{Host: "api.example.com", Path: "/", PathType: v1.PathTypePrefix,
+		BackendService: v1.BackendService{Name: "svc", Port: 80}}}, gw.Spec.Routes)
+	assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
+
+	// The namespace's annotation wins over the flag default.
+	require.NoError(t, kubectl(ctx, manifest("annotated", "gw", spec), "apply", "-f", "-").Err)
+	assert.Equal(t, "team.example/nginx:2.0", get(t, "annotated", "gw").Spec.Image)
+
+	// An image the user sets is kept, and applying again does not change
+	// the spec (the generation stays).
+	own := manifest("annotated", "own", "image: mine:1.0\nroutes:\n- host: own.example.com\n  backendService: {name: svc, port: 80}\n")
+	require.NoError(t, kubectl(ctx, own, "apply", "-f", "-").Err)
+	assert.Equal(t, "mine:1.0", get(t, "annotated", "own").Spec.Image)
+	require.NoError(t, kubectl(ctx, own, "apply", "-f", "-").Err)
+	assert.Equal(t, int64(1), get(t, "annotated", "own").Generation)
+}
+
+func testDryRun(t *testing.T) {
+	ctx := t.Context()
+	createNamespace(t, "dry-run", "")
+	res := kubectl(ctx, manifest("dry-run", "gw", "routes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"),
+		"apply", "--dry-run=server", "-o", "yaml", "-f", "-")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "image: "+flagImage)
+	assert.Contains(t, res.Stdout, "replicas: 1")
+	assert.Contains(t, res.Stdout, "pathType: Prefix")
+
+	res = kubectl(ctx, nil, "get", "apigateway", "gw", "-n", "dry-run")
+	require.Error(t, res.Err, "a server-side dry run must write nothing")
+	assert.Contains(t, res.Stderr, `apigateways.example.com "gw" not found`)
+}
+
+// The cases pass the CRD schema, which runs before the validating webhook
+// and already rejects most malformed hosts and paths (api/v1's tests cover
+// those): these are the rules only the webhook can check.
+func testInvalid(t *testing.T) {
+	createNamespace(t, "invalid", "")
+	const backend = "  backendService: {name: svc, port: 80}\n"
+	tests := map[string]struct {
+		spec string
+		want []string
+	}{
+		"tls host that no route serves": {
+			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [www.example.com]\n  secretName: tls\n",
+			want: []string{`spec.tls[0].hosts[0]: Invalid value: "www.example.com": must be the host of one of the gateway's routes; the route hosts are api.example.com`},
+		},
+		"tls host listed twice": {
+			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [api.example.com]\n  secretName: a\n- hosts: [api.example.com]\n  secretName: b\n",
+			want: []string{`spec.tls[1].hosts[0]: Duplicate value: "api.example.com": already listed in spec.tls[0].hosts[0]`},
+		},
+		"secretName that cannot name a Secret": {
+			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [api.example.com]\n  secretName: Api_TLS\n",
+			want: []string{`spec.tls[0].secretName: Invalid value: "Api_TLS": must be the name of a Secret`},
+		},
+		"host label longer than DNS allows": {
+			spec: "routes:\n- host: " + strings.Repeat("a", 64) + ".example.com\n" + backend,
+			want: []string{"spec.routes[0].host: Invalid value: \"" + strings.Repeat("a", 64) + ".example.com\": must be a lower-case DNS name such as api.example.com, optionally starting with \"*.\", with labels of at most 63 characters"},
+		},
+		"wildcard over an IP address": {
+			spec: "routes:\n- host: '*.10.0.0.1'\n" + backend,
+			want: []string{`spec.routes[0].host: Invalid value: "*.10.0.0.1": must be a DNS name, not an IP address`},
+		},
+		"malformed percent escape": {
+			spec: "routes:\n- host: api.example.com\n  path: /100%\n" + backend,
+			want: []string{`spec.routes[0].path: Invalid value: "/100%": "%" must start a percent-encoded byte such as %20`},
+		},
+		"encoded CRLF": {
+			spec: "routes:\n- host: api.example.com\n  path: /a%0d%0aSet-Cookie:x\n" + backend,
+			want: []string{`spec.routes[0].path: Invalid value: "/a%0d%0aSet-Cookie:x": must not percent-encode a control character (%0d)`},
+		},
+		"three problems reported together": {
+			spec: "routes:\n- host: api.example.com\n" + backend + "- host: www.example.com\n  path: /50%\n" + backend +
+				"tls:\n- hosts: [shop.example.com]\n  secretName: No_Such_Name\n",
+			want: []string{
+				`spec.routes[1].path: Invalid value: "/50%"`,
+				`spec.tls[0].hosts[0]: Invalid value: "shop.example.com": must be the host of one of the gateway's routes; the route hosts are api.example.com, www.example.com`,
+				`spec.tls[0].secretName: Invalid value: "No_Such_Name"`,
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := kubectl(t.Context(), manifest("invalid", "bad", "image: nginx:1.27\nreplicas: 2\n"+tc.spec), "apply", "-f", "-")
+			require.Error(t, res.Err, "kubectl apply must fail; it printed %q", res.Stdout)
+			assert.Contains(t, res.Stderr, `The APIGateway "bad" is invalid: `)
+			for _, want := range tc.want {
+				assert.Contains(t, res.Stderr, want)
+			}
+			assert.Equal(t, len(tc.want), countErrors(res.Stderr), "exactly the expected errors: %s", res.Stderr)
+		})
+	}
+}
+
+func testConflicts(t *testing.T) {
+	ctx := t.Context()
+	createNamespace(t, "conflicts", "")
+	createNamespace(t, "conflicts-other", "")
+	routes := "routes:\n- host: api.example.com\n  path: /users/\n  backendService: {name: svc, port: 80}\n" +
+		"- host: api.example.com\n  path: /q,a=b/\n  backendService: {name: svc, port: 80}\n"
+	require.NoError(t, kubectl(ctx, manifest("conflicts", "first", "replicas: 2\n"+routes), "apply", "-f", "-").Err)
+
+	// The webhook reads gateways from the manager's cache: wait until it
+	// has seen the first one. A dry run writes nothing.
+	second := manifest("conflicts", "second", "replicas: 2\n"+routes)
+	eventually(t, "the webhook to see the first gateway", func() bool {
+		return kubectl(ctx, second(), "apply", "--dry-run=server", "-f", "-").Err != nil
+	})
+
+	res := kubectl(ctx, second, "apply", "-f", "-")
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Stderr, `The APIGateway "second" is invalid: `)
+	assert.Equal(t, 2, countErrors(res.Stderr), res.Stderr)
+	assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "api.example.com/users/": host and path already served by APIGateway "first" in namespace "conflicts"`)
+	assert.Contains(t, res.Stderr, `spec.routes[1]: Duplicate value: "api.example.com/q,a=b/": host and path already served by APIGateway "first"`)
+
+	// Another path on the same host is fine, and so is the same route in
+	// another namespace.
+	require.NoError(t, kubectl(ctx, manifest("conflicts", "second",
+		"replicas: 2\nroutes:\n- host: api.example.com\n  path: /orders/\n  backendService: {name: svc, port: 80}\n"), "apply", "-f", "-").Err)
+	require.NoError(t, kubectl(ctx, manifest("conflicts-other", "first", "replicas: 2\n"+routes), "apply", "-f", "-").Err)
+
+	// Updating a gateway without changing its routes does not conflict
+	// with itself.
+	res = kubectl(ctx, manifest("conflicts", "first", "replicas: 3\n"+routes), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stdout, "apigateway.example.com/first configured")
+	res = kubectl(ctx, nil, "label", "apigateway", "first", "-n", "conflicts", "team=a")
+	require.NoError(t, res.Err)
+}
+
+func testWarnings(t *testing.T) {
+	ctx := t.Context()
+	createNamespace(t, "warnings", "")
+	res := kubectl(ctx, manifest("warnings", "latest",
+		"image: nginx:latest\nreplicas: 2\nroutes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"), "apply", "-f", "-")
+	require.NoError(t, res.Err, "a warning does not reject")
+	assert.Contains(t, res.Stdout, "apigateway.example.com/latest created")
+	assert.Contains(t, res.Stderr, `Warning: spec.image: "nginx:latest" uses the tag "latest": pods may run different builds; pin a version or a digest`)
+
+	// A backend Service that exists without the route's port.
+	require.NoError(t, kubectl(ctx, strings.NewReader(`apiVersion: v1
+kind: Service
+metadata: {name: users, namespace: warnings}
+spec:
+  ports: [{name: http, port: 80}, {name: admin, port: 9000}]
+`), "apply", "-f", "-").Err)
+	gw := manifest("warnings", "ports",
+		"image: nginx:1.27\nreplicas: 2\nroutes:\n- host: users.example.com\n  backendService: {name: users, port: 8080}\n")
+	const want = `Warning: spec.routes[0].backendService: Service "users" has no port 8080 (its ports: 80, 9000)`
+	// The Service cache syncs after the manager starts, and sees the new
+	// Service a moment after it is written.
+	eventually(t, "the port warning", func() bool {
+		return strings.Contains(kubectl(ctx, gw(), "apply", "--dry-run=server", "-f", "-").Stderr, want)
+	})
+	res = kubectl(ctx, gw, "apply", "-f", "-")
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Stderr, want)
+}
+
+// countErrors counts the field errors kubectl printed.
+func countErrors(stderr string) int {
+	n := 0
+	for _, typ := range []string{": Invalid value: ", ": Duplicate value: ", ": Required value", ": Unsupported value: "} {
+		n += strings.Count(stderr, typ)
+	}
+	return n
+}
+
+// manifest returns a function giving a fresh reader of an APIGateway
+// manifest each time, since kubectl consumes its stdin.
+func manifest(namespace, name, spec string) func() *strings.Reader {
+	m := fmt.Sprintf("apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  %s\n",
+		name, namespace, strings.ReplaceAll(strings.TrimSuffix(spec, "\n"), "\n", "\n  "))
+	return func() *strings.Reader { return strings.NewReader(m) }
+}
+
+func kubectl(ctx context.Context, stdin any, args ...string) testenv.Result {
+	switch in := stdin.(type) {
+	case func() *strings.Reader:
+		return env.Kubectl(ctx, in(), args...)
+	case *strings.Reader:
+		return env.Kubectl(ctx, in, args...)
+	}
+	return env.Kubectl(ctx, nil, args...)
+}
+
+func createNamespace(t *testing.T, name, defaultImage string) {
+	t.Helper()
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n"
+	if defaultImage != "" {
+		ns += "  annotations:\n    " + v1.DefaultImageAnnotation + ": " + defaultImage + "\n"
+	}
+	require.NoError(t, kubectl(t.Context(), strings.NewReader(ns), "apply", "-f", "-").Err)
+}
+
+func get(t *testing.T, namespace, name string) *v1.APIGateway {
+	t.Helper()
+	res := kubectl(t.Context(), nil, "get", "apigateways.v1.example.com", name, "-n", namespace, "-o", "json")
+	require.NoError(t, res.Err)
+	var gw v1.APIGateway
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &gw))
+	return &gw
+}
+
+// eventually waits up to 30 s for cond, which must not write anything.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	require.NoError(t, err, "waiting for %s", what)
+}

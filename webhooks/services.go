@@ -1,0 +1,117 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// ServicePorter tells which backend Services exist and which port numbers
+// they have, for the port warning.
+type ServicePorter interface {
+	// Ports maps each of names that is a Service in namespace to its port
+	// numbers. Names it does not know are left out; nil means it knows none.
+	Ports(ctx context.Context, namespace string, names []string) map[string][]int32
+}
+
+// serviceCache is a cluster-wide Service informer of its own that keeps
+// only each Service's name, namespace and port numbers.
+//
+// Why its own cache: the warning needs the ports of any Service a route may
+// name, so a lookup per route against the API server would cost one round
+// trip each (up to 100 per admission, inside a 5 s timeout), and the
+// manager's main cache is restricted to the operator's own children. Full
+// Services cached cluster-wide would cost a few KiB each (managed fields,
+// annotations such as kubectl's last-applied configuration, selectors,
+// status); the transform below keeps a few hundred bytes each, so 10,000
+// Services are a few MiB, and a lookup is a map read.
+type serviceCache struct {
+	cache    cache.Cache
+	informer cache.Informer
+}
+
+var _ ServicePorter = &serviceCache{}
+
+// newServiceCache builds the cache; the manager must run it (mgr.Add).
+func newServiceCache(mgr manager.Manager) (*serviceCache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Service{}: {Transform: slimService},
+		},
+		// A read must never start (and wait for) an informer of some
+		// other kind: this cache serves Services only.
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the Service cache: %w", err)
+	}
+	// Registered now, so it starts with the cache rather than on the first
+	// admission request.
+	informer, err := c.GetInformer(context.Background(), &corev1.Service{})
+	if err != nil {
+		return nil, fmt.Errorf("registering the Service informer: %w", err)
+	}
+	return &serviceCache{cache: c, informer: informer}, nil
+}
+
+// Ports reads the cache. Until the informer has synced it answers nil, so
+// no admission request ever waits for a cluster-wide list; the port
+// warning is advice and may be skipped.
+func (s *serviceCache) Ports(ctx context.Context, namespace string, names []string) map[string][]int32 {
+	if !s.informer.HasSynced() {
+		return nil
+	}
+	ports := map[string][]int32{}
+	for _, name := range names {
+		if _, done := ports[name]; done {
+			continue
+		}
+		var svc corev1.Service
+		if err := s.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &svc); err != nil {
+			continue // not found, or unknown: no warning either way
+		}
+		ports[name] = servicePorts(&svc)
+	}
+	return ports
+}
+
+func servicePorts(svc *corev1.Service) []int32 {
+	ports := make([]int32, len(svc.Spec.Ports))
+	for i, p := range svc.Spec.Ports {
+		ports[i] = p.Port
+	}
+	return ports
+}
+
+// slimService is the cache's transform: it replaces each Service with one
+// that holds only what the port warning and the informer need. It is
+// idempotent, as client-go requires, and passes anything else through.
+func slimService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            svc.Name,
+			Namespace:       svc.Namespace,
+			UID:             svc.UID,
+			ResourceVersion: svc.ResourceVersion,
+		},
+	}
+	if len(svc.Spec.Ports) > 0 {
+		slim.Spec.Ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
+		for i, p := range svc.Spec.Ports {
+			slim.Spec.Ports[i] = corev1.ServicePort{Port: p.Port}
+		}
+	}
+	return slim, nil
+}

@@ -1,0 +1,68 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/conversion"
+)
+
+// Options configures the webhooks.
+type Options struct {
+	// DefaultImage is spec.image for gateways whose namespace has no
+	// example.com/default-gateway-image annotation; DefaultImage when empty.
+	DefaultImage string
+	// DefaultReplicas is spec.replicas for gateways that set none, from 0
+	// to 100. Zero is a valid choice, so it is not replaced: main's flag
+	// defaults to the package's DefaultReplicas.
+	DefaultReplicas int32
+}
+
+// SetupWithManager registers the field index, the defaulting, validating and
+// conversion webhooks on mgr.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.DefaultImage == "" {
+		opts.DefaultImage = DefaultImage
+	}
+	if errs := validateImage(opts.DefaultImage, nil); len(errs) > 0 {
+		return fmt.Errorf("default gateway image %q: %w", opts.DefaultImage, errs.ToAggregate())
+	}
+	if opts.DefaultReplicas < 0 || opts.DefaultReplicas > maxReplicas {
+		return fmt.Errorf("default replicas %d: must be from 0 to %d", opts.DefaultReplicas, maxReplicas)
+	}
+
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.APIGateway{}, HostPathIndex, indexHostPaths); err != nil {
+		return fmt.Errorf("indexing APIGateways by host and path: %w", err)
+	}
+	// The defaulter reads Namespaces as metadata only. Registering the
+	// informer now makes it start, and sync, with the manager's cache
+	// instead of on the first admission request.
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if _, err := mgr.GetCache().GetInformer(ctx, ns); err != nil {
+		return fmt.Errorf("watching Namespace metadata: %w", err)
+	}
+	services, err := newServiceCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(services.cache); err != nil {
+		return fmt.Errorf("adding the Service cache to the manager: %w", err)
+	}
+
+	return ctrl.NewWebhookManagedBy(mgr, &v1.APIGateway{}).
+		WithDefaulter(&Defaulter{
+			Namespaces:     mgr.GetClient(),
+			LiveNamespaces: mgr.GetAPIReader(),
+			Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
+		}).
+		WithValidator(&Validator{Gateways: mgr.GetClient(), Services: services}).
+		WithConverter(conversion.NewConverter).
+		Complete()
+}

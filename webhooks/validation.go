@@ -1,0 +1,436 @@
+package webhooks
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// Limits the schema also enforces; validation repeats them so the pure
+// functions hold on their own and never format an unbounded value.
+const (
+	maxHostLength        = validation.DNS1123SubdomainMaxLength
+	maxPathLength        = 1024
+	maxImageLength       = 1024
+	maxRoutes            = 100
+	maxReplicas    int32 = 100
+)
+
+// Context is what validation needs to know beyond the object itself. The
+// handler gathers it; tests build it by hand.
+type Context struct {
+	// Others are APIGateways of the same namespace that serve at least one
+	// of the object's host+path pairs, as found by the field index. A
+	// gateway with the object's own name is ignored, so on update the
+	// stored copy of the object never conflicts with itself.
+	Others []v1.APIGateway
+	// ServicePorts maps the name of each backend Service that exists to its
+	// port numbers. A name missing from it means the Service does not exist
+	// or is not known, which is not worth a warning: it may be created
+	// after the gateway.
+	ServicePorts map[string][]int32
+}
+
+// Validate checks gw against every rule of the contract and returns all the
+// errors at once, each with its field path, and the warnings to show the
+// user. old is nil on create and the stored object on update. Only the
+// cross-gateway rule looks at old: a route the gateway already had is not
+// re-checked against other gateways, so a conflict that slipped in (two
+// gateways created at the same moment, each unseen by the other's check)
+// never blocks unrelated updates such as a label or finalizer change.
+func Validate(old, gw *v1.APIGateway, c Context) (field.ErrorList, admission.Warnings) {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	errs = append(errs, validateImage(gw.Spec.Image, spec.Child("image"))...)
+	errs = append(errs, validateReplicas(gw.Spec.Replicas, spec.Child("replicas"))...)
+	errs = append(errs, validateRoutes(gw.Spec.Routes, spec.Child("routes"))...)
+	errs = append(errs, validateConflicts(old, gw, c.Others, spec.Child("routes"))...)
+	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
+	return errs, warnings(gw, c)
+}
+
+func validateImage(image string, fld *field.Path) field.ErrorList {
+	switch {
+	case image == "":
+		return field.ErrorList{field.Required(fld, "the mutating webhook fills it in from the namespace's "+
+			v1.DefaultImageAnnotation+" annotation or the operator's default, but it did not run (it fails open); "+
+			"set spec.image or retry")}
+	case len(image) > maxImageLength:
+		return field.ErrorList{field.TooLong(fld, image, maxImageLength)}
+	case strings.IndexFunc(image, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return field.ErrorList{field.Invalid(fld, image, "must not contain whitespace or control characters")}
+	}
+	return nil
+}
+
+func validateReplicas(replicas *int32, fld *field.Path) field.ErrorList {
+	switch {
+	case replicas == nil:
+		return field.ErrorList{field.Required(fld, "the mutating webhook fills it in with the operator's default, "+
+			"but it did not run (it fails open); set spec.replicas or retry")}
+	case *replicas < 0 || *replicas > maxReplicas:
+		return field.ErrorList{field.Invalid(fld, *replicas, fmt.Sprintf("must be from 0 to %d", maxReplicas))}
+	}
+	return nil
+}
+
+func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
+	switch {
+	case len(routes) == 0:
+		return field.ErrorList{field.Required(fld, "at least one route, such as {host: api.example.com, path: /, backendService: {name: my-service, port: 80}}")}
+	case len(routes) > maxRoutes:
+		return field.ErrorList{field.TooMany(fld, len(routes), maxRoutes)}
+	}
+	var errs field.ErrorList
+	first := map[string]int{}
+	for i, r := range routes {
+		fld := fld.Index(i)
+		errs = append(errs, validateHost(r.Host, fld.Child("host"))...)
+		errs = append(errs, validatePath(r.Path, fld.Child("path"))...)
+		errs = append(errs, validatePathType(r.PathType, fld.Child("pathType"))...)
+		errs = append(errs, validateBackend(r.BackendService, fld.Child("backendService"))...)
+
+		key := r.Host + "\x00" + r.Path + "\x00" + string(r.PathType)
+		if j, seen := first[key]; seen {
+			e := field.Duplicate(fld, routeString(r))
+			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]; merge the two routes or change one", j)
+			errs = append(errs, e)
+			continue
+		}
+		first[key] = i
+	}
+	return errs
+}
+
+// routeString renders a route for messages: host and path as a URL would
+// show them, and the match type.
+func routeString(r v1.Route) string {
+	return fmt.Sprintf("%s%s (%s)", r.Host, r.Path, r.PathType)
+}
+
+func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
+	switch pt {
+	case v1.PathTypePrefix, v1.PathTypeExact:
+		return nil
+	case "":
+		return field.ErrorList{field.Required(fld, `"Prefix" or "Exact"`)}
+	}
+	return field.ErrorList{field.NotSupported(fld, pt, []v1.PathType{v1.PathTypePrefix, v1.PathTypeExact})}
+}
+
+func validateBackend(b v1.BackendService, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	name := fld.Child("name")
+	switch {
+	case b.Name == "":
+		errs = append(errs, field.Required(name, "the name of a Service in the gateway's namespace"))
+	case len(b.Name) > validation.DNS1035LabelMaxLength:
+		errs = append(errs, field.TooLong(name, b.Name, validation.DNS1035LabelMaxLength))
+	case len(validation.IsDNS1035Label(b.Name)) > 0:
+		errs = append(errs, field.Invalid(name, b.Name,
+			"must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"+
+				suggest(b.Name, NormalizeHost(b.Name), func(s string) bool { return len(validation.IsDNS1035Label(s)) == 0 })))
+	}
+	if b.Port < 1 || b.Port > 65535 {
+		errs = append(errs, field.Invalid(fld.Child("port"), b.Port, "must be a port number from 1 to 65535"))
+	}
+	return errs
+}
+
+// validateHost checks a route host: a lower-case DNS name, optionally with
+// a leading "*." wildcard, and never an IP address. The host is written
+// into the proxy configuration, so this is part of the security boundary.
+func validateHost(host string, fld *field.Path) field.ErrorList {
+	switch {
+	case host == "":
+		return field.ErrorList{field.Required(fld, "a DNS name such as api.example.com")}
+	case len(host) > maxHostLength:
+		return field.ErrorList{field.TooLong(fld, host, maxHostLength)}
+	case isIP(host) || isIP(strings.TrimPrefix(host, "*.")):
+		return field.ErrorList{field.Invalid(fld, host, "must be a DNS name, not an IP address")}
+	case !validHost(host):
+		return field.ErrorList{field.Invalid(fld, host,
+			`must be a lower-case DNS name such as api.example.com, optionally starting with "*.", `+
+				`with labels of at most 63 characters`+hostHint(host))}
+	}
+	return nil
+}
+
+func isIP(s string) bool { return net.ParseIP(s) != nil }
+
+// validHost reports whether host is a DNS-1123 subdomain or "*." and one,
+// with no label longer than DNS allows (63 bytes), which the subdomain
+// check alone lets through.
+func validHost(host string) bool {
+	name := strings.TrimPrefix(host, "*.")
+	if len(host) > maxHostLength || len(validation.IsDNS1123Subdomain(name)) > 0 || isIP(name) {
+		return false
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if len(label) > validation.DNS1123LabelMaxLength {
+			return false
+		}
+	}
+	return true
+}
+
+// hostHint explains the usual mistakes: a URL, a port, a misplaced
+// wildcard, upper case or a trailing dot (the last two are normally fixed
+// by the mutating webhook).
+func hostHint(host string) string {
+	candidate := host
+	if _, rest, ok := strings.Cut(candidate, "://"); ok {
+		candidate = rest
+	}
+	candidate, _, _ = strings.Cut(candidate, "/")
+	if i := strings.LastIndexByte(candidate, ':'); i >= 0 {
+		if _, err := strconv.Atoi(candidate[i+1:]); err == nil {
+			candidate = candidate[:i]
+		}
+	}
+	candidate = NormalizeHost(candidate)
+	if hint := suggest(host, candidate, validHost); hint != "" {
+		return hint + " (a host is a name only: no scheme, port or path)"
+	}
+	if strings.Contains(strings.TrimPrefix(host, "*."), "*") {
+		return `; "*" is allowed only as the whole first label, as in *.example.com`
+	}
+	return ""
+}
+
+// suggest returns a "did you mean" hint for candidate when it differs from
+// what the user wrote and passes valid.
+func suggest(got, candidate string, valid func(string) bool) string {
+	if candidate == got || candidate == "" || !valid(candidate) {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", candidate)
+}
+
+// isPathByte reports whether c may appear in a route path: the same
+// characters the CRD schema allows. Everything else, in particular
+// whitespace, control characters, quotes, braces, ';', '$', '#' and '\',
+// could end or alter a directive of the generated nginx configuration.
+func isPathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~/!&()*+,=:@%", c) >= 0
+}
+
+// validatePath checks a route path. The path is written into the proxy
+// configuration, so this is the security boundary against configuration
+// injection: only whitelisted characters, no dot segments, and percent
+// signs only as well-formed escapes of printable characters.
+func validatePath(p string, fld *field.Path) field.ErrorList {
+	switch {
+	case p == "":
+		return field.ErrorList{field.Required(fld, `a path starting with "/", such as "/" or "/users/"`)}
+	case len(p) > maxPathLength:
+		return field.ErrorList{field.TooLong(fld, p, maxPathLength)}
+	}
+	if bad := badPathChars(p); len(bad) > 0 {
+		return field.ErrorList{field.Invalid(fld, p,
+			"must hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %; found "+strings.Join(bad, ", ")+pathCharHint(p))}
+	}
+	var errs field.ErrorList
+	if !strings.HasPrefix(p, "/") {
+		errs = append(errs, field.Invalid(fld, p, `must start with "/"`+suggest(p, "/"+p, func(s string) bool { return !hasDotSegments(s) })))
+	}
+	if hasDotSegments(p) {
+		errs = append(errs, field.Invalid(fld, p, `must not contain empty, "." or ".." segments`+suggest(p, cleanPath(p), func(string) bool { return true })))
+	}
+	if msg := checkPercentEncoding(p); msg != "" {
+		errs = append(errs, field.Invalid(fld, p, msg))
+	}
+	return errs
+}
+
+// badPathChars lists, quoted and without repeats, up to five characters of
+// p that a path may not hold.
+func badPathChars(p string) []string {
+	var bad []string
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		if size == 1 && isPathByte(p[i]) {
+			i++
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		if r == utf8.RuneError && size == 1 {
+			q = fmt.Sprintf("byte 0x%02x (not UTF-8)", p[i])
+		}
+		if !slices.Contains(bad, q) {
+			bad = append(bad, q)
+		}
+		if len(bad) == 5 {
+			return append(bad, "...")
+		}
+		i += size
+	}
+	return bad
+}
+
+func pathCharHint(p string) string {
+	switch {
+	case strings.ContainsAny(p, "?#"):
+		return "; a query string or fragment is not part of the path"
+	case strings.ContainsFunc(p, unicode.IsSpace):
+		return "; percent-encode a space as %20"
+	}
+	return ""
+}
+
+func hasDotSegments(p string) bool {
+	return strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") ||
+		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
+}
+
+// cleanPath removes dot and empty segments the way a client would, keeping
+// a trailing slash, to suggest what the user probably meant.
+func cleanPath(p string) string {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// checkPercentEncoding returns why p's percent escapes are malformed, or "".
+// An escape must be "%" and two hex digits, and must not encode a control
+// character: %00 or %0d%0a smuggled through a proxy are classic attacks.
+func checkPercentEncoding(p string) string {
+	for i := strings.IndexByte(p, '%'); i >= 0; i = strings.IndexByte(p, '%') {
+		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+			return `"%" must start a percent-encoded byte such as %20 (write "%25" for a literal "%")`
+		}
+		b, _ := strconv.ParseUint(p[i+1:i+3], 16, 8)
+		if b < 0x20 || b == 0x7f {
+			return fmt.Sprintf("must not percent-encode a control character (%s)", p[i:i+3])
+		}
+		p = p[i+3:]
+	}
+	return ""
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validateConflicts rejects routes whose host+path another APIGateway of the
+// namespace already serves: two nginx gateways behind one Ingress host and
+// path would fight over the traffic. pathType is not part of the key since
+// an Exact and a Prefix route on the same path still overlap.
+func validateConflicts(old, gw *v1.APIGateway, others []v1.APIGateway, fld *field.Path) field.ErrorList {
+	var had []string
+	if old != nil {
+		had = HostPathKeys(old)
+	}
+	servedBy := map[string][]string{}
+	for _, o := range others {
+		if o.Name == gw.Name || (o.Namespace != "" && gw.Namespace != "" && o.Namespace != gw.Namespace) {
+			continue
+		}
+		for _, key := range HostPathKeys(&o) {
+			if !slices.Contains(servedBy[key], o.Name) {
+				servedBy[key] = append(servedBy[key], o.Name)
+			}
+		}
+	}
+	var errs field.ErrorList
+	for i, r := range gw.Spec.Routes {
+		key := hostPathKey(r)
+		names := servedBy[key]
+		if len(names) == 0 || slices.Contains(had, key) {
+			continue
+		}
+		slices.Sort(names)
+		e := field.Duplicate(fld.Index(i), r.Host+r.Path)
+		e.Detail = fmt.Sprintf("host and path already served by %s in namespace %q; use another host or path, or remove the route there",
+			gatewayNames(names), gw.Namespace)
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+func gatewayNames(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if len(names) == 1 {
+		return "APIGateway " + quoted[0]
+	}
+	return "APIGateways " + strings.Join(quoted, ", ")
+}
+
+// validateTLS checks that every TLS host is the host of a route (a
+// certificate for a host the gateway does not serve is a mistake) and is
+// listed once, and that each secretName can name a Secret.
+func validateTLS(tls []v1.GatewayTLS, routes []v1.Route, fld *field.Path) field.ErrorList {
+	routeHosts := make([]string, 0, len(routes))
+	for _, r := range routes {
+		if !slices.Contains(routeHosts, r.Host) {
+			routeHosts = append(routeHosts, r.Host)
+		}
+	}
+	var errs field.ErrorList
+	seen := map[string]*field.Path{}
+	for i, t := range tls {
+		fld := fld.Index(i)
+		if len(t.Hosts) == 0 {
+			errs = append(errs, field.Required(fld.Child("hosts"), "at least one route host"))
+		}
+		for j, h := range t.Hosts {
+			hfld := fld.Child("hosts").Index(j)
+			if !slices.Contains(routeHosts, h) {
+				errs = append(errs, field.Invalid(hfld, h, "must be the host of one of the gateway's routes"+tlsHostHint(h, routeHosts)))
+				continue
+			}
+			if prev, dup := seen[h]; dup {
+				e := field.Duplicate(hfld, h)
+				e.Detail = "already listed in " + prev.String() + "; a host can have only one certificate"
+				errs = append(errs, e)
+				continue
+			}
+			seen[h] = hfld
+		}
+		errs = append(errs, validateSecretName(t.SecretName, fld.Child("secretName"))...)
+	}
+	return errs
+}
+
+func tlsHostHint(h string, routeHosts []string) string {
+	if n := NormalizeHost(h); n != h && slices.Contains(routeHosts, n) {
+		return fmt.Sprintf("; did you mean %q?", n)
+	}
+	if len(routeHosts) > 5 {
+		return fmt.Sprintf("; the route hosts are %s and %d more", strings.Join(routeHosts[:5], ", "), len(routeHosts)-5)
+	}
+	return "; the route hosts are " + strings.Join(routeHosts, ", ")
+}
+
+func validateSecretName(name string, fld *field.Path) field.ErrorList {
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(fld, "the name of a kubernetes.io/tls Secret in the gateway's namespace")}
+	case len(name) > validation.DNS1123SubdomainMaxLength:
+		return field.ErrorList{field.TooLong(fld, name, validation.DNS1123SubdomainMaxLength)}
+	case len(validation.IsDNS1123Subdomain(name)) > 0:
+		return field.ErrorList{field.Invalid(fld, name, "must be the name of a Secret: a lower-case DNS subdomain such as api-example-com-tls"+
+			suggest(name, NormalizeHost(name), func(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 }))}
+	}
+	return nil
+}

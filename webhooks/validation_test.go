@@ -1,0 +1,414 @@
+package webhooks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// wantErr is one expected validation error: its field path, its type and
+// a part of its detail ("" checks nothing).
+type wantErr struct {
+	field  string
+	typ    field.ErrorType
+	detail string
+}
+
+func checkErrors(t *testing.T, want []wantErr, got field.ErrorList) {
+	t.Helper()
+	require.Len(t, got, len(want), "errors: %v", got)
+	for i, w := range want {
+		assert.Equal(t, w.field, got[i].Field, "error %d: %v", i, got[i])
+		assert.Equal(t, w.typ, got[i].Type, "error %d: %v", i, got[i])
+		assert.Contains(t, got[i].Detail, w.detail, "error %d", i)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	const (
+		invalid   = field.ErrorTypeInvalid
+		required  = field.ErrorTypeRequired
+		duplicate = field.ErrorTypeDuplicate
+	)
+	other := func(name string, routes ...v1.Route) v1.APIGateway {
+		gw := validGateway()
+		gw.Name, gw.Spec.Routes = name, routes
+		return *gw
+	}
+	tests := map[string]struct {
+		mutate func(*v1.APIGateway)
+		ctx    Context
+		want   []wantErr
+	}{
+		"valid":                        {},
+		"wildcard host":                {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.example.com"; gw.Spec.TLS = nil }},
+		"path with every allowed mark": {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a-b._~!&()*+,=:@%20/" }},
+		"same path, other pathType": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "/users/", v1.PathTypeExact
+		}},
+		"same host+path in other ns": {ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+			o := other("o", route("/users/", "s", 80))
+			o.Namespace = "elsewhere"
+			return o
+		}()}}},
+		"gateway does not conflict with itself": {ctx: Context{Others: []v1.APIGateway{*validGateway()}}},
+		"other gateway on another path":         {ctx: Context{Others: []v1.APIGateway{other("o", route("/orders/", "s", 80))}}},
+		"replicas 0":                            {mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](0) }},
+		"digest-pinned image":                   {mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx@sha256:" + strings.Repeat("a", 64) }},
+
+		"image missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "" },
+			want:   []wantErr{{"spec.image", required, "did not run (it fails open); set spec.image or retry"}},
+		},
+		"image with a space": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx :1.27" },
+			want:   []wantErr{{"spec.image", invalid, "must not contain whitespace or control characters"}},
+		},
+		"image too long": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = strings.Repeat("a", 1025) },
+			want:   []wantErr{{"spec.image", field.ErrorTypeTooLong, "may not be more than 1024 bytes"}},
+		},
+		"replicas missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = nil },
+			want:   []wantErr{{"spec.replicas", required, "set spec.replicas or retry"}},
+		},
+		"replicas 101": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](101) },
+			want:   []wantErr{{"spec.replicas", invalid, "must be from 0 to 100"}},
+		},
+		"no routes": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes, gw.Spec.TLS = nil, nil },
+			want:   []wantErr{{"spec.routes", required, "at least one route"}},
+		},
+		"101 routes": {
+			mutate: func(gw *v1.APIGateway) {
+				for i := range 99 {
+					gw.Spec.Routes = append(gw.Spec.Routes, route(fmt.Sprintf("/r%d", i), "s", 80))
+				}
+			},
+			want: []wantErr{{"spec.routes", field.ErrorTypeTooMany, "must have at most 100 items"}},
+		},
+		"host missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "" },
+			want:   []wantErr{{"spec.routes[1].host", required, "a DNS name such as api.example.com"}},
+		},
+		"host upper case": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "Bad.Example.com" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `must be a lower-case DNS name such as api.example.com, optionally starting with "*.", with labels of at most 63 characters; did you mean "bad.example.com"?`}},
+		},
+		"host with underscore": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "bad_host" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `must be a lower-case DNS name`}},
+		},
+		"host is a URL": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "https://api.example.com:8443/users" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `did you mean "api.example.com"? (a host is a name only: no scheme, port or path)`}},
+		},
+		"host with a port": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.example.com:80" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `did you mean "api.example.com"?`}},
+		},
+		"host with two trailing dots": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.example.com.." },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name"}},
+		},
+		"wildcard in the middle": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.*.example.com" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `"*" is allowed only as the whole first label`}},
+		},
+		"partial wildcard label": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*api.example.com" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `"*" is allowed only as the whole first label`}},
+		},
+		"bare wildcard": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name"}},
+		},
+		"IPv4 host": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "10.0.0.1" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a DNS name, not an IP address"}},
+		},
+		"IPv6 host": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "::1" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a DNS name, not an IP address"}},
+		},
+		"wildcard IP host": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.10.0.0.1" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a DNS name, not an IP address"}},
+		},
+		"host too long": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a.", 127) + "aa" },
+			want:   []wantErr{{"spec.routes[1].host", field.ErrorTypeTooLong, "may not be more than 253 bytes"}},
+		},
+		"host label too long": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a", 64) + ".com" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name"}},
+		},
+		"path missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "" },
+			want:   []wantErr{{"spec.routes[1].path", required, `starting with "/"`}},
+		},
+		"path without leading slash": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "products/" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `must start with "/"; did you mean "/products/"?`}},
+		},
+		"path with //": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a//b/" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `must not contain empty, "." or ".." segments; did you mean "/a/b/"?`}},
+		},
+		"path with /./": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a/./b" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `segments; did you mean "/a/b"?`}},
+		},
+		"path with /../": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/public/../admin" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `segments; did you mean "/admin"?`}},
+		},
+		"path ending in /.": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a/." },
+			want:   []wantErr{{"spec.routes[1].path", invalid, "segments"}},
+		},
+		"path ending in /..": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a/.." },
+			want:   []wantErr{{"spec.routes[1].path", invalid, "segments"}},
+		},
+		"path with a space": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/my products/" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `found ' '; percent-encode a space as %20`}},
+		},
+		"path with a query": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/p?id=1" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, "found '?'; a query string or fragment is not part of the path"}},
+		},
+		"path with a malformed escape": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/100%" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `"%" must start a percent-encoded byte such as %20`}},
+		},
+		"path with a non-hex escape": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%zz/" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `"%" must start a percent-encoded byte`}},
+		},
+		"path with an encoded NUL": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a%00b" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, "must not percent-encode a control character (%00)"}},
+		},
+		"path with an encoded CRLF": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a%0D%0Ab" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, "(%0D)"}},
+		},
+		"path too long": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/" + strings.Repeat("a", 1024) },
+			want:   []wantErr{{"spec.routes[1].path", field.ErrorTypeTooLong, "may not be more than 1024 bytes"}},
+		},
+		"pathType missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].PathType = "" },
+			want:   []wantErr{{"spec.routes[1].pathType", required, `"Prefix" or "Exact"`}},
+		},
+		"pathType Regex": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].PathType = "Regex" },
+			want:   []wantErr{{"spec.routes[1].pathType", field.ErrorTypeNotSupported, ""}},
+		},
+		"backend name missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = "" },
+			want:   []wantErr{{"spec.routes[1].backendService.name", required, "the name of a Service"}},
+		},
+		"backend name starting with a digit": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = "1svc" },
+			want:   []wantErr{{"spec.routes[1].backendService.name", invalid, "must be a DNS-1035 label"}},
+		},
+		"backend name upper case": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = "Product-Service" },
+			want:   []wantErr{{"spec.routes[1].backendService.name", invalid, `did you mean "product-service"?`}},
+		},
+		"backend name with a dot": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = "product.service" },
+			want:   []wantErr{{"spec.routes[1].backendService.name", invalid, "must be a DNS-1035 label"}},
+		},
+		"backend name too long": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = strings.Repeat("a", 64) },
+			want:   []wantErr{{"spec.routes[1].backendService.name", field.ErrorTypeTooLong, "may not be more than 63 bytes"}},
+		},
+		"backend port 0": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Port = 0 },
+			want:   []wantErr{{"spec.routes[1].backendService.port", invalid, "from 1 to 65535"}},
+		},
+		"two identical routes": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1] = route("/users/", "other", 80) },
+			want:   []wantErr{{"spec.routes[1]", duplicate, "same host, path and pathType as spec.routes[0]"}},
+		},
+		"route served by another gateway": {
+			ctx:  Context{Others: []v1.APIGateway{other("legacy", route("/products/", "s", 80))}},
+			want: []wantErr{{"spec.routes[1]", duplicate, `already served by APIGateway "legacy" in namespace "default"`}},
+		},
+		"route served by two other gateways": {
+			ctx: Context{Others: []v1.APIGateway{
+				other("b", route("/users/", "s", 80)),
+				other("a", route("/users/", "s", 80)),
+			}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways "a", "b"`}},
+		},
+		"other gateway's Exact route conflicts with a Prefix one": {
+			ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+				o := other("exact", route("/users/", "s", 80))
+				o.Spec.Routes[0].PathType = v1.PathTypeExact
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `APIGateway "exact"`}},
+		},
+		"tls host not a route host": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"www.example.com"} },
+			want:   []wantErr{{"spec.tls[0].hosts[0]", invalid, "must be the host of one of the gateway's routes; the route hosts are api.example.com"}},
+		},
+		"tls host in upper case": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"API.example.com"} },
+			want:   []wantErr{{"spec.tls[0].hosts[0]", invalid, `did you mean "api.example.com"?`}},
+		},
+		"tls wildcard does not cover a route host": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"*.example.com"} },
+			want:   []wantErr{{"spec.tls[0].hosts[0]", invalid, "must be the host of one of the gateway's routes"}},
+		},
+		"tls host twice": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.TLS = append(gw.Spec.TLS, v1.GatewayTLS{Hosts: []string{"api.example.com"}, SecretName: "other"})
+			},
+			want: []wantErr{{"spec.tls[1].hosts[0]", duplicate, "already listed in spec.tls[0].hosts[0]"}},
+		},
+		"tls without hosts": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = nil },
+			want:   []wantErr{{"spec.tls[0].hosts", required, "at least one route host"}},
+		},
+		"tls secretName missing": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].SecretName = "" },
+			want:   []wantErr{{"spec.tls[0].secretName", required, "kubernetes.io/tls Secret"}},
+		},
+		"tls secretName invalid": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].SecretName = "API_TLS" },
+			want:   []wantErr{{"spec.tls[0].secretName", invalid, "must be the name of a Secret"}},
+		},
+		"tls secretName upper case": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].SecretName = "Api-Tls" },
+			want:   []wantErr{{"spec.tls[0].secretName", invalid, `did you mean "api-tls"?`}},
+		},
+		"every problem at once, in field order": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Image = ""
+				gw.Spec.Routes[0].Host = "Bad_Host"
+				gw.Spec.Routes[1].Path = "/a/../b"
+				gw.Spec.Routes[1].BackendService.Name = "9svc"
+				gw.Spec.TLS[0].SecretName = "bad name"
+			},
+			want: []wantErr{
+				{"spec.image", required, ""},
+				{"spec.routes[0].host", invalid, ""},
+				{"spec.routes[1].path", invalid, ""},
+				{"spec.routes[1].backendService.name", invalid, ""},
+				{"spec.tls[0].secretName", invalid, ""},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := gatewayWith(tc.mutate)
+			errs, _ := Validate(nil, gw, tc.ctx)
+			checkErrors(t, tc.want, errs)
+
+			// An update from an object that shares no route checks the
+			// same rules as a create.
+			old := gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes = []v1.Route{route("/old/", "s", 80)} })
+			updateErrs, _ := Validate(old, gw, tc.ctx)
+			assert.Equal(t, errs, updateErrs)
+		})
+	}
+}
+
+// A conflict the gateway already had does not block its updates; a route
+// it adds is checked.
+func TestValidateUpdateRatchetsConflicts(t *testing.T) {
+	legacy := validGateway()
+	legacy.Name = "legacy"
+	others := Context{Others: []v1.APIGateway{*legacy}}
+
+	old := validGateway()
+	gw := old.DeepCopy()
+	gw.Labels = map[string]string{"team": "a"}
+	errs, _ := Validate(old, gw, others)
+	assert.Empty(t, errs)
+
+	old.Spec.Routes = old.Spec.Routes[:1]
+	errs, _ = Validate(old, gw, others)
+	checkErrors(t, []wantErr{{"spec.routes[1]", field.ErrorTypeDuplicate, `already served by APIGateway "legacy"`}}, errs)
+}
+
+func TestWarnings(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(*v1.APIGateway)
+		ports  map[string][]int32
+		want   []string
+	}{
+		"none": {},
+		"image without a tag": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx" },
+			want:   []string{`spec.image: "nginx" has no tag, which means "latest": pods may run different builds; pin a version (as in nginx:1.27) or a digest`},
+		},
+		"image from a registry with a port, without a tag": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/team/nginx" },
+			want:   []string{`spec.image: "registry:5000/team/nginx" has no tag`},
+		},
+		"image tagged latest": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest" },
+			want:   []string{`spec.image: "nginx:latest" uses the tag "latest": pods may run different builds; pin a version or a digest`},
+		},
+		"image from a registry with a port, pinned": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/nginx:1.27" },
+		},
+		"latest but pinned by digest": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest@sha256:" + strings.Repeat("0", 64) },
+		},
+		"one replica": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](1) },
+			want:   []string{"spec.replicas: 1 runs a single gateway pod with no redundancy"},
+		},
+		"backend Service without the port": {
+			ports: map[string][]int32{"user-service": {80, 443}, "product-service": {8081}},
+			want:  []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080 (its ports: 80, 443)"},
+		},
+		"backend Service with no ports": {
+			ports: map[string][]int32{"user-service": {8080}, "product-service": nil},
+			want:  []string{"spec.routes[1].backendService: Service \"product-service\" has no port 8081 (its ports: none)"},
+		},
+		"backend Service that does not exist": {
+			ports: map[string][]int32{},
+		},
+		"one warning per Service and port": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService = gw.Spec.Routes[0].BackendService },
+			ports:  map[string][]int32{"user-service": {80}},
+			want:   []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080"},
+		},
+		"long image is cut short": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = strings.Repeat("a", 500) + ":latest" },
+			want:   []string{`spec.image: "` + strings.Repeat("a", 100) + `"... uses the tag "latest"`},
+		},
+		"all at once": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image, gw.Spec.Replicas = "nginx:latest", ptr.To[int32](1) },
+			ports:  map[string][]int32{"product-service": {80}},
+			want:   []string{"spec.image:", "spec.replicas:", "spec.routes[1].backendService:"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			errs, warnings := Validate(nil, gatewayWith(tc.mutate), Context{ServicePorts: tc.ports})
+			require.Empty(t, errs)
+			require.Len(t, warnings, len(tc.want), "warnings: %q", warnings)
+			for i, w := range tc.want {
+				assert.Contains(t, warnings[i], w)
+			}
+		})
+	}
+}

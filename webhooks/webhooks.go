@@ -1,0 +1,176 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// The mutating webhook fails open (failurePolicy=ignore): when it cannot be
+// reached or times out, the write goes on without it. The validating
+// webhook fails closed and checks the final state: an object that already
+// sets its image and replicas is admitted, and one the defaulter never saw
+// is rejected with "set spec.image or retry" instead of being stored
+// without an image. Both are registered for v1 only; matchPolicy=Equivalent
+// sends writes made through v1alpha1 to them converted to v1.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
+// +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
+
+// The webhooks read APIGateways (the host+path index), Namespace metadata
+// (the default-image annotation) and Services (the port warning), all
+// through watches.
+// +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+
+// Defaulter is the mutating webhook: it gathers the namespace's default
+// image and calls Default.
+type Defaulter struct {
+	// Namespaces reads Namespace metadata. The manager's client serves it
+	// from a metadata-only cache, so full Namespaces are never cached.
+	Namespaces client.Reader
+	// LiveNamespaces, when set, reads a Namespace the cache has not seen
+	// yet straight from the API server (the manager's API reader). A
+	// gateway written right after its namespace is created would otherwise
+	// get the operator's default image instead of the namespace's, for good.
+	LiveNamespaces client.Reader
+	// Defaults are the operator's configured defaults.
+	Defaults Defaults
+}
+
+var _ admission.Defaulter[*v1.APIGateway] = &Defaulter{}
+
+// Default implements admission.Defaulter.
+func (d *Defaulter) Default(ctx context.Context, gw *v1.APIGateway) error {
+	defaults := d.Defaults
+	// The namespace is read only when its annotation can matter.
+	if gw.Spec.Image == "" {
+		annotations, err := d.namespaceAnnotations(ctx, namespaceOf(ctx, gw))
+		if err != nil {
+			return err
+		}
+		defaults = defaults.ForNamespace(annotations)
+	}
+	Default(gw, defaults)
+	return nil
+}
+
+func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[string]string, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := d.Namespaces.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) && d.LiveNamespaces != nil {
+		// The API server admits objects only into existing namespaces, so
+		// a miss means the cache lags: one round trip, only in this case.
+		err = d.LiveNamespaces.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		// Guessing the image would store the wrong one for good; a retry
+		// costs the user little.
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf(
+			"reading the %s annotation of namespace %q: %v", v1.DefaultImageAnnotation, name, err))
+	}
+	return ns.Annotations, nil
+}
+
+// Validator is the validating webhook: it gathers the gateways that serve
+// the same hosts and paths and the backend Services' ports, and calls
+// Validate.
+type Validator struct {
+	// Gateways lists APIGateways by HostPathIndex: the manager's client,
+	// which reads the indexed cache.
+	Gateways client.Reader
+	// Services knows the backend Services' ports; nil skips the port
+	// warning.
+	Services ServicePorter
+}
+
+var _ admission.Validator[*v1.APIGateway] = &Validator{}
+
+// ValidateCreate implements admission.Validator.
+func (v *Validator) ValidateCreate(ctx context.Context, gw *v1.APIGateway) (admission.Warnings, error) {
+	return v.validate(ctx, nil, gw)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *Validator) ValidateUpdate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
+	return v.validate(ctx, old, gw)
+}
+
+// ValidateDelete implements admission.Validator; deleting is always
+// allowed (the webhook is not even registered for it).
+func (v *Validator) ValidateDelete(context.Context, *v1.APIGateway) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
+	ns := namespaceOf(ctx, gw)
+	others, err := v.servingGateways(ctx, ns, gw)
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same hosts and paths: %v", err))
+	}
+	c := Context{Others: others}
+	if v.Services != nil {
+		c.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
+	}
+	errs, warnings := Validate(old, gw, c)
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), gw.Name, errs)
+	}
+	return warnings, nil
+}
+
+// servingGateways returns the other APIGateways of namespace that serve one
+// of gw's host+path pairs: one index lookup per pair, never a scan.
+func (v *Validator) servingGateways(ctx context.Context, namespace string, gw *v1.APIGateway) ([]v1.APIGateway, error) {
+	var others []v1.APIGateway
+	found := map[string]bool{gw.Name: true}
+	for _, key := range HostPathKeys(gw) {
+		var list v1.APIGatewayList
+		err := v.Gateways.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{HostPathIndex: key},
+			// Read only, and a match is copied below if kept.
+			client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			if !found[o.Name] {
+				found[o.Name] = true
+				others = append(others, *o.DeepCopy())
+			}
+		}
+	}
+	return others, nil
+}
+
+func backendNames(gw *v1.APIGateway) []string {
+	names := make([]string, 0, len(gw.Spec.Routes))
+	for _, r := range gw.Spec.Routes {
+		names = append(names, r.BackendService.Name)
+	}
+	return names
+}
+
+// namespaceOf is gw's namespace, or the admission request's when the object
+// does not carry it.
+func namespaceOf(ctx context.Context, gw *v1.APIGateway) string {
+	if gw.Namespace != "" {
+		return gw.Namespace
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		return req.Namespace
+	}
+	logf.FromContext(ctx).V(1).Info("APIGateway without a namespace")
+	return ""
+}
