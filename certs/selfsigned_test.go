@@ -1,0 +1,205 @@
+package certs
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("test", flag.ContinueOnError) }
+
+// injectedBundles returns the CA bundles of the three targets of o.
+func injectedBundles(t *testing.T, o Options) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: o.MutatingWebhookConfiguration}, &mwc))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: o.ValidatingWebhookConfiguration}, &vwc))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: o.CRD}, &crd))
+	return [][]byte{mwc.Webhooks[0].ClientConfig.CABundle, vwc.Webhooks[0].ClientConfig.CABundle, crd.Spec.Conversion.Webhook.ClientConfig.CABundle}
+}
+
+func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "certs-basic")
+	o := testOptions(t, ns, "webhook-cert")
+	op := startOperator(t, o)
+	installWebhooks(t, o, op.port, op.port, op.port, nil)
+
+	op.waitReady(t)
+	require.NoError(t, roundTrip(ctx, ns, "gw-first"))
+	assert.Positive(t, op.calls.mutate.Load(), "the API server called the mutating webhook")
+	assert.Positive(t, op.calls.validate.Load(), "the API server called the validating webhook")
+	assert.Positive(t, op.calls.convert.Load(), "the API server called the conversion webhook")
+	requireRejectedAsDuplicate(t, ns, "gw-first")
+	secret := secretOf(t, o)
+	assert.Equal(t, corev1.SecretTypeTLS, secret.Type)
+	for _, b := range injectedBundles(t, o) {
+		assert.Equal(t, secret.Data[KeyCABundle], b, "every target got the Secret's bundle")
+	}
+	leaf := parseCerts(secret.Data[KeyTLSCert])[0]
+	assert.Contains(t, leaf.DNSNames, "apigateway-operator-webhook."+ns+".svc")
+	assert.Contains(t, leaf.DNSNames, "apigateway-operator-webhook."+ns+".svc.cluster.local")
+
+	// Deleting the Secret makes a new CA, new bundles, and working webhooks.
+	require.NoError(t, env.Client.Delete(ctx, secret))
+	var attempt atomic.Int64
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var s corev1.Secret
+		if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(secret), &s)) ||
+			!assert.NotEqual(c, secret.Data[KeyCABundle], s.Data[KeyCABundle], "the Secret still holds the old bundle") {
+			return
+		}
+		for _, b := range injectedBundles(t, o) {
+			if !assert.Equal(c, s.Data[KeyCABundle], b, "a target does not hold the new bundle yet") {
+				return
+			}
+		}
+		if assert.NoError(c, op.p.ReadyCheck(nil)) {
+			assert.NoError(c, roundTrip(ctx, ns, fmt.Sprintf("gw-after-%d", attempt.Add(1))))
+		}
+	}, time.Minute, 100*time.Millisecond, "no recovery after the Secret was deleted")
+}
+
+// requireRejectedAsDuplicate shows the validating webhook at work: a
+// gateway claiming existing's host and path is refused, naming existing.
+func requireRejectedAsDuplicate(t *testing.T, ns, existing string) {
+	t.Helper()
+	ctx := context.Background()
+	var attempt int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		attempt++
+		dup := newGateway(ns, existing)
+		dup.Name = fmt.Sprintf("%s-dup-%d", existing, attempt)
+		err := env.Client.Create(ctx, dup)
+		if err == nil {
+			// The webhook's cache had not seen existing yet.
+			assert.NoError(c, env.Client.Delete(ctx, dup))
+			assert.Fail(c, "a duplicate host and path was admitted")
+			return
+		}
+		assert.ErrorContains(c, err, existing)
+	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// TestSelfSignedRotationUnderLoad rotates the serving certificate every few
+// seconds and the CA twice while a client keeps creating gateways (through
+// both admission webhooks) and reading them through v1alpha1 (through the
+// conversion webhook). Two instances share the Secret; the mutating and
+// conversion webhooks call one, the validating webhook the other.
+func TestSelfSignedRotationUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "certs-rotation")
+	o := testOptions(t, ns, "webhook-cert")
+	o.CALifetime, o.CARenewBefore = 40*time.Second, 24*time.Second
+	o.CertLifetime, o.CertRenewBefore = 12*time.Second, 6*time.Second
+	o.PropagationDelay, o.CAGracePeriod = 2*time.Second, 4*time.Second
+	o.ResyncPeriod = 5 * time.Second
+	a, b := startOperator(t, o), startOperator(t, o)
+	installWebhooks(t, o, a.port, b.port, a.port, nil)
+	a.waitReady(t)
+	b.waitReady(t)
+
+	var requests, failures atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; loadCtx.Err() == nil; i++ {
+			err := roundTrip(ctx, ns, fmt.Sprintf("gw-%d", i))
+			requests.Add(2)
+			if err != nil {
+				failures.Add(1)
+				errOnce.Do(func() { firstErr = err })
+			}
+		}
+	}()
+
+	// Watch which CAs and leaves each instance serves until both have
+	// served certificates of three CAs: two CA rotations.
+	cas := map[*operator]map[string]bool{a: {}, b: {}}
+	leaves := map[string]bool{}
+	require.Eventually(t, func() bool {
+		for _, op := range []*operator{a, b} {
+			chain := tlsChain(op.p.current())
+			cas[op][chain[0].Issuer.CommonName+string(chain[0].AuthorityKeyId)] = true
+			leaves[string(chain[0].Raw)] = true
+		}
+		return len(cas[a]) >= 3 && len(cas[b]) >= 3
+	}, 3*time.Minute, 20*time.Millisecond, "the CA did not rotate twice")
+	stopLoad()
+	<-done
+
+	t.Logf("rotation under load: %d API requests (%d calls to the mutating, %d to the validating, %d to the conversion webhook), %d failed; %d serving certificates, %d CAs",
+		requests.Load(), a.calls.mutate.Load(), b.calls.validate.Load(), a.calls.convert.Load(), failures.Load(), len(leaves), len(cas[a]))
+	require.Zero(t, failures.Load(), "first failure: %v", firstErr)
+	assert.Greater(t, requests.Load(), int64(100))
+	assert.GreaterOrEqual(t, len(leaves), 5, "the serving certificate rotated several times")
+	assert.Positive(t, b.calls.validate.Load())
+	assert.Positive(t, a.calls.convert.Load())
+}
+
+func TestSelfSignedInstancesSharingASecretSettle(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "certs-pair")
+	o := testOptions(t, ns, "webhook-cert")
+	a, b := startOperator(t, o), startOperator(t, o)
+	installWebhooks(t, o, a.port, b.port, a.port, nil)
+	a.waitReady(t)
+	b.waitReady(t)
+
+	// Both serve the Secret's certificate and the injection is recorded.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := secretOf(t, o)
+		_, injected := injectedSince(s.Annotations, s.Data[KeyCABundle])
+		assert.True(c, injected, "injection not recorded: %v", s.Annotations)
+		assert.Equal(c, s.Data[KeyTLSCert], a.p.served.Load().pem, "instance a does not serve the Secret's certificate")
+		assert.Equal(c, s.Data[KeyTLSCert], b.p.served.Load().pem, "instance b does not serve the Secret's certificate")
+	}, time.Minute, 50*time.Millisecond, "the instances never converged")
+
+	// From here on neither instance writes: any number of further passes,
+	// interleaved, leave every resourceVersion as it is.
+	before := resourceVersions(t, o)
+	for range 5 {
+		for _, op := range []*operator{a, b} {
+			_, err := op.p.rotator.sync(ctx)
+			require.NoError(t, err)
+		}
+	}
+	assert.Equal(t, before, resourceVersions(t, o))
+}
+
+// resourceVersions are those of the Secret and the three targets.
+func resourceVersions(t *testing.T, o Options) []string {
+	t.Helper()
+	ctx := context.Background()
+	objs := []client.Object{
+		&corev1.Secret{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &apiextensionsv1.CustomResourceDefinition{},
+	}
+	keys := []client.ObjectKey{
+		{Namespace: o.SecretNamespace, Name: o.SecretName}, {Name: o.MutatingWebhookConfiguration},
+		{Name: o.ValidatingWebhookConfiguration}, {Name: o.CRD},
+	}
+	var out []string
+	for i, obj := range objs {
+		require.NoError(t, env.Client.Get(ctx, keys[i], obj))
+		out = append(out, obj.GetResourceVersion())
+	}
+	return out
+}
