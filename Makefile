@@ -46,7 +46,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC YAML into manifests/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:dir=manifests/webhook
-	$(CONTROLLER_GEN) rbac:roleName=apigateway-operator 'paths={./cmd/...,./controller/...,./webhooks/...}' output:rbac:dir=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=apigateway-operator 'paths={./cmd/...,./certs/...,./controller/...,./webhooks/...}' output:rbac:dir=manifests/rbac
 
 .PHONY: verify
 verify: ## Fail when generated files are stale or gofmt/go vet complain.

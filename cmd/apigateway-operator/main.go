@@ -1,0 +1,84 @@
+// Command apigateway-operator serves the APIGateway admission and conversion
+// webhooks on one TLS server and reconciles APIGateways into their children.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/webhooks"
+)
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+
+	if err := run(&o); err != nil {
+		ctrl.Log.Error(err, "apigateway-operator failed")
+		os.Exit(1)
+	}
+}
+
+// Leader election and the authenticated metrics endpoint; the webhooks and
+// the reconciler declare what they use beside their code.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=apigateway-operator-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=apigateway-operator-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// run wires the manager from the flags and runs it until SIGTERM or SIGINT.
+func run(o *options) error {
+	if err := o.complete(); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	serving, err := certs.New(o.certs)
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "apigateway-operator"
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig))
+	if err != nil {
+		return fmt.Errorf("building the manager: %w", err)
+	}
+	if err := serving.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the serving certificate: %w", err)
+	}
+	if err := webhooks.SetupWithManager(mgr, o.webhooks); err != nil {
+		return fmt.Errorf("setting up the webhooks: %w", err)
+	}
+	if err := controller.SetupWithManager(mgr, o.controller); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	// Ready only once the webhook server answers TLS, so the Service sends
+	// the API server's admission and conversion calls to replicas that serve.
+	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

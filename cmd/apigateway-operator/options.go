@@ -1,0 +1,117 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/webhooks"
+)
+
+// options are the operator's command-line flags.
+type options struct {
+	webhookPort   int
+	certDir       string
+	tlsMinVersion string
+	enableHTTP2   bool
+
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+	leaderElectNS string
+	shutdownGrace time.Duration
+
+	defaultReplicas int
+	webhooks        webhooks.Options
+	certs           certs.Options
+	controller      controller.Options
+
+	zap zap.Options
+}
+
+// bind registers every flag on fs.
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the TLS server that serves the admission and conversion webhooks.")
+	fs.StringVar(&o.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding the webhook server's tls.crt and tls.key.")
+	fs.StringVar(&o.tlsMinVersion, "tls-min-version", "1.3", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers. Off by default: HTTP/2 rapid reset (CVE-2023-44487).")
+
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the HTTPS metrics endpoint, which requires an authenticated and authorized client; \"0\" turns it off.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader among the operator's replicas so only one reconciles; the webhooks are served by every replica.")
+	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the namespace the operator runs in).")
+	fs.DurationVar(&o.shutdownGrace, "graceful-shutdown-timeout", 30*time.Second, "How long in-flight webhook requests and reconciles may take to finish on shutdown.")
+
+	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
+	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
+	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
+
+	o.certs.BindFlags(fs)
+	o.zap.BindFlags(fs)
+}
+
+// complete checks the flags that need more than their type and fills in the
+// values derived from them.
+func (o *options) complete() error {
+	if o.defaultReplicas < 0 || o.defaultReplicas > 100 {
+		return fmt.Errorf("--default-replicas: want 0 to 100, got %d", o.defaultReplicas)
+	}
+	o.webhooks.DefaultReplicas = int32(o.defaultReplicas)
+	o.controller.DefaultImage = o.webhooks.DefaultImage
+	o.certs.CertDir = o.certDir
+	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
+		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
+	}
+	return nil
+}
+
+// tlsVersions maps the accepted --tls-min-version values.
+var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
+
+// tlsOptions turns the TLS flags into the servers' tls.Config mutators.
+func (o *options) tlsOptions() []func(*tls.Config) {
+	minVersion := tlsVersions[o.tlsMinVersion]
+	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = minVersion }}
+	if !o.enableHTTP2 {
+		opts = append(opts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return opts
+}
+
+// managerOptions builds the manager's options from the flags; serving is
+// the certificate provider's TLS hook for the webhook server.
+func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Config)) ctrl.Options {
+	tlsOpts := o.tlsOptions()
+	return ctrl.Options{
+		Scheme: scheme,
+		Cache:  controller.CacheOptions(),
+		Metrics: metricsserver.Options{
+			BindAddress:    o.metricsAddr,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			TLSOpts:        tlsOpts,
+		},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    o.webhookPort,
+			CertDir: o.certDir,
+			TLSOpts: append(tlsOpts, serving),
+		}),
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "apigateway-operator.example.com",
+		LeaderElectionNamespace: o.leaderElectNS,
+		// The next leader can start at once instead of waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.shutdownGrace,
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+func parse(t *testing.T, args ...string) (*options, error) {
+	t.Helper()
+	var o options
+	fs := flag.NewFlagSet("apigateway-operator", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse(args))
+	return &o, o.complete()
+}
+
+func TestFlagsComplete(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"defaults":             {},
+		"tls 1.2":              {args: []string{"--tls-min-version=1.2"}},
+		"tls 1.1 is refused":   {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
+		"replicas 0":           {args: []string{"--default-replicas=0"}},
+		"replicas 101":         {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
+		"negative replicas":    {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
+		"custom default image": {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.args...)
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
+}
+
+func TestFlagDefaults(t *testing.T) {
+	o, err := parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), o.webhooks.DefaultReplicas)
+	assert.NotEmpty(t, o.webhooks.DefaultImage)
+	assert.Equal(t, o.webhooks.DefaultImage, o.controller.DefaultImage)
+	assert.Equal(t, 9443, o.webhookPort)
+	assert.False(t, o.leaderElect, "leader election is switched on by the cluster manifests, off for a local run")
+}
+
+// TestWebhookServerTLS starts controller-runtime's webhook server with the
+// TLS options the flags produce and checks what a client can negotiate.
+func TestWebhookServerTLS(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		// client side
+		maxVersion uint16
+		nextProtos []string
+		// what must happen
+		wantRefused bool
+		wantProto   string
+	}{
+		"TLS 1.3 by default":             {maxVersion: tls.VersionTLS13, nextProtos: []string{"h2", "http/1.1"}, wantProto: "http/1.1"},
+		"TLS 1.2 refused by default":     {maxVersion: tls.VersionTLS12, wantRefused: true},
+		"TLS 1.2 when allowed":           {args: []string{"--tls-min-version=1.2"}, maxVersion: tls.VersionTLS12, nextProtos: []string{"http/1.1"}, wantProto: "http/1.1"},
+		"TLS 1.1 refused when 1.2 min":   {args: []string{"--tls-min-version=1.2"}, maxVersion: tls.VersionTLS11, wantRefused: true},
+		"HTTP/2-only client refused":     {maxVersion: tls.VersionTLS13, nextProtos: []string{"h2"}, wantRefused: true},
+		"HTTP/2 negotiated when enabled": {args: []string{"--enable-http2"}, maxVersion: tls.VersionTLS13, nextProtos: []string{"h2", "http/1.1"}, wantProto: "h2"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := parse(t, tc.args...)
+			require.NoError(t, err)
+			addr := startWebhookServer(t, o)
+
+			conn, err := tls.Dial("tcp", addr, &tls.Config{
+				// The test checks protocol negotiation, not the certificate.
+				InsecureSkipVerify: true,
+				MinVersion:         tls.VersionTLS10,
+				MaxVersion:         tc.maxVersion,
+				NextProtos:         tc.nextProtos,
+			})
+			if tc.wantRefused {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			defer conn.Close()
+			assert.Equal(t, tc.wantProto, conn.ConnectionState().NegotiatedProtocol)
+		})
+	}
+}
+
+func startWebhookServer(t *testing.T, o *options) string {
+	t.Helper()
+	dir := t.TempDir()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	started := srv.StartedChecker()
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return started(nil) == nil, nil
+	}))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
