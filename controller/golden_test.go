@@ -78,6 +78,9 @@ func testGateways() map[string]*v1.APIGateway {
 	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare}
 }
 
+// testImage is the image the golden Deployments run when spec.image is empty.
+const testImage = "nginxinc/nginx-unprivileged:1.29-alpine"
+
 func TestBuildersGolden(t *testing.T) {
 	for name, gw := range testGateways() {
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +88,7 @@ func TestBuildersGolden(t *testing.T) {
 			require.NoError(t, err)
 			goldenYAML(t, name+".configmap.yaml", desiredConfigMap(gw, config))
 			goldenYAML(t, name+".deployment.yaml", desiredDeployment(gw, deploymentParams{
-				Image: FallbackImage, ConfigHash: configHash(config), LocalResolvers: true,
+				Image: testImage, ConfigHash: configHash(config), LocalResolvers: true,
 			}))
 			goldenYAML(t, name+".service.yaml", desiredService(gw))
 			goldenYAML(t, name+".ingress.yaml", desiredIngress(gw))

@@ -5,18 +5,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/routepath"
 )
 
 const (
@@ -215,11 +213,8 @@ func locationsFor(r v1.Route, backend string) ([]location, error) {
 	if raw == "" {
 		raw = "/"
 	}
-	path, err := url.PathUnescape(raw)
+	path, err := routepath.Decode(raw)
 	if err != nil {
-		return nil, fmt.Errorf("invalid percent-encoding: %v", err)
-	}
-	if err := checkDecodedPath(path); err != nil {
 		return nil, err
 	}
 	if r.PathType == v1.PathTypeExact {
@@ -235,35 +230,6 @@ func locationsFor(r v1.Route, backend string) ([]location, error) {
 		{match: "= " + quote(base), sortKey: base + "\x00=", backend: backend},
 		{match: quote(base + "/"), sortKey: base + "/", backend: backend},
 	}, nil
-}
-
-// checkDecodedPath refuses a decoded path that nginx would normalise away
-// (so the location could never match) or that holds characters with a
-// meaning inside a quoted nginx string.
-func checkDecodedPath(p string) error {
-	for _, seg := range []string{"//", "/./", "/../"} {
-		if strings.Contains(p, seg) {
-			return fmt.Errorf("decodes to %q, which contains %q", p, seg)
-		}
-	}
-	if strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
-		return fmt.Errorf("decodes to %q, which ends in a '.' or '..' segment", p)
-	}
-	if !utf8.ValidString(p) {
-		return fmt.Errorf("decodes to invalid UTF-8")
-	}
-	for _, c := range p {
-		if c < utf8.RuneSelf {
-			if !strings.ContainsRune("-._~!&()*+,=:@%/", c) && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-				return fmt.Errorf("decodes to %q, which contains %q", p, c)
-			}
-			continue
-		}
-		if !unicode.IsPrint(c) || unicode.IsSpace(c) {
-			return fmt.Errorf("decodes to %q, which contains %U", p, c)
-		}
-	}
-	return nil
 }
 
 // quote makes a whitelisted path one nginx token. The whitelist has no

@@ -9,7 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -31,19 +31,15 @@ import (
 // reporting controller.
 const ControllerName = "apigateway"
 
-// FallbackImage is the gateway image used when neither spec.image (the
-// mutating webhook fills it in) nor Options.DefaultImage is set: an nginx
-// build that listens on 8080 as a non-root user.
-const FallbackImage = "nginxinc/nginx-unprivileged:1.29-alpine"
-
 // Options configures the reconciler.
 type Options struct {
 	// MaxConcurrentReconciles is how many gateways reconcile at once;
 	// 0 means 1.
 	MaxConcurrentReconciles int
 	// DefaultImage is the gateway image when spec.image is empty, which
-	// happens only when the defaulting webhook failed open. Empty means
-	// FallbackImage.
+	// happens only for objects stored while no admission webhook ran (the
+	// validating webhook rejects an empty image). Required: the operator
+	// passes its --default-gateway-image.
 	DefaultImage string
 	// Resolvers are the DNS servers' IP addresses nginx resolves backends
 	// with. Empty (the usual) means the cluster DNS from the pod's
@@ -83,7 +79,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		opts.MaxConcurrentReconciles = 1
 	}
 	if opts.DefaultImage == "" {
-		opts.DefaultImage = FallbackImage
+		return errors.New("controller: Options.DefaultImage is required")
 	}
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
 		return err
@@ -224,7 +220,7 @@ func (r *Reconciler) currentDeployment(ctx context.Context, key client.ObjectKey
 // when it differs from what gw already says.
 func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) error {
 	want := computeStatus(gw, dep, failures, metav1.NewTime(time.Now().Truncate(time.Second)))
-	if equality.Semantic.DeepEqual(gw.Status, want) {
+	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}
 	patch := client.MergeFrom(gw.DeepCopy())

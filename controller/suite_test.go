@@ -62,7 +62,7 @@ func startOperator(t *testing.T) *operator {
 	opts.Cache = CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
-	require.NoError(t, setup(mgr, Options{MaxConcurrentReconciles: 2}, func(req ctrl.Request) {
+	require.NoError(t, setup(mgr, Options{MaxConcurrentReconciles: 2, DefaultImage: testImage}, func(req ctrl.Request) {
 		op.mu.Lock()
 		defer op.mu.Unlock()
 		op.reconciles[req.Namespace+"/"+req.Name]++

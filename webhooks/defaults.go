@@ -11,7 +11,7 @@ import (
 // it runs as a non-root user and listens on 8080, so gateway pods pass the
 // restricted Pod Security Standard. The tag is pinned so every gateway the
 // operator creates runs the same nginx until the operator is upgraded.
-const DefaultImage = "nginxinc/nginx-unprivileged:1.27.5-alpine"
+const DefaultImage = "nginxinc/nginx-unprivileged:1.29-alpine"
 
 // DefaultReplicas is the number of gateway pods when neither the APIGateway
 // nor the operator's configuration says otherwise.

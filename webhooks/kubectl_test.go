@@ -112,7 +112,7 @@ func testInvalid(t *testing.T) {
 		},
 		"malformed percent escape": {
 			spec: "routes:\n- host: api.example.com\n  path: /100%\n" + backend,
-			want: []string{`spec.routes[0].path: Invalid value: "/100%": "%" must start a percent-encoded byte such as %20`},
+			want: []string{`spec.routes[0].path: Invalid value: "/100%": "%" must start a percent-encoded byte such as %C3%A9`},
 		},
 		"encoded CRLF": {
 			spec: "routes:\n- host: api.example.com\n  path: /a%0d%0aSet-Cookie:x\n" + backend,

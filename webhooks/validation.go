@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/routepath"
 )
 
 // Limits the schema also enforces; validation repeats them so the pure
@@ -52,12 +53,30 @@ type Context struct {
 func Validate(old, gw *v1.APIGateway, c Context) (field.ErrorList, admission.Warnings) {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
+	if old == nil {
+		errs = append(errs, validateName(gw.Name, field.NewPath("metadata", "name"))...)
+	}
 	errs = append(errs, validateImage(gw.Spec.Image, spec.Child("image"))...)
 	errs = append(errs, validateReplicas(gw.Spec.Replicas, spec.Child("replicas"))...)
 	errs = append(errs, validateRoutes(gw.Spec.Routes, spec.Child("routes"))...)
 	errs = append(errs, validateConflicts(old, gw, c.Others, spec.Child("routes"))...)
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
 	return errs, warnings(gw, c)
+}
+
+// validateName checks the gateway's name on create: it names the gateway's
+// Service and Deployment and is the value of their instance label, so it
+// must be a DNS-1035 label of at most 63 characters. An empty name means
+// generateName, which the API server completes from a checked prefix.
+func validateName(name string, fld *field.Path) field.ErrorList {
+	if name == "" {
+		return nil
+	}
+	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(fld, name,
+			"must be a DNS-1035 label (it names the gateway's Service): "+strings.Join(msgs, "; "))}
+	}
+	return nil
 }
 
 func validateImage(image string, fld *field.Path) field.ErrorList {
@@ -254,6 +273,10 @@ func validatePath(p string, fld *field.Path) field.ErrorList {
 	}
 	if msg := checkPercentEncoding(p); msg != "" {
 		errs = append(errs, field.Invalid(fld, p, msg))
+	} else if _, err := routepath.Decode(p); err != nil && len(errs) == 0 {
+		// Only escapes can make the decoded form differ, and the renderer
+		// refuses such a path too: say so now, at admission.
+		errs = append(errs, field.Invalid(fld, p, "must be safe once percent-decoded: "+err.Error()))
 	}
 	return errs
 }
@@ -288,7 +311,7 @@ func pathCharHint(p string) string {
 	case strings.ContainsAny(p, "?#"):
 		return "; a query string or fragment is not part of the path"
 	case strings.ContainsFunc(p, unicode.IsSpace):
-		return "; percent-encode a space as %20"
+		return "; a path may not hold spaces, not even percent-encoded: use '-' or '_'"
 	}
 	return ""
 }
@@ -314,7 +337,7 @@ func cleanPath(p string) string {
 func checkPercentEncoding(p string) string {
 	for i := strings.IndexByte(p, '%'); i >= 0; i = strings.IndexByte(p, '%') {
 		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-			return `"%" must start a percent-encoded byte such as %20 (write "%25" for a literal "%")`
+			return `"%" must start a percent-encoded byte such as %C3%A9 (write "%25" for a literal "%")`
 		}
 		b, _ := strconv.ParseUint(p[i+1:i+3], 16, 8)
 		if b < 0x20 || b == 0x7f {

@@ -49,7 +49,7 @@ func TestValidate(t *testing.T) {
 	}{
 		"valid":                        {},
 		"wildcard host":                {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.example.com"; gw.Spec.TLS = nil }},
-		"path with every allowed mark": {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a-b._~!&()*+,=:@%20/" }},
+		"path with every allowed mark": {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a-b._~!&()*+,=:@%C3%A9/" }},
 		"same path, other pathType": {mutate: func(gw *v1.APIGateway) {
 			gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "/users/", v1.PathTypeExact
 		}},
@@ -181,7 +181,7 @@ func TestValidate(t *testing.T) {
 		},
 		"path with a space": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/my products/" },
-			want:   []wantErr{{"spec.routes[1].path", invalid, `found ' '; percent-encode a space as %20`}},
+			want:   []wantErr{{"spec.routes[1].path", invalid, `found ' '; a path may not hold spaces`}},
 		},
 		"path with a query": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/p?id=1" },
@@ -189,11 +189,23 @@ func TestValidate(t *testing.T) {
 		},
 		"path with a malformed escape": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/100%" },
-			want:   []wantErr{{"spec.routes[1].path", invalid, `"%" must start a percent-encoded byte such as %20`}},
+			want:   []wantErr{{"spec.routes[1].path", invalid, `"%" must start a percent-encoded byte such as %C3%A9`}},
 		},
 		"path with a non-hex escape": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%zz/" },
 			want:   []wantErr{{"spec.routes[1].path", invalid, `"%" must start a percent-encoded byte`}},
+		},
+		"path with an encoded space the renderer would refuse": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a%20b" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `must be safe once percent-decoded: decodes to "/a b", which contains ' '`}},
+		},
+		"path with encoded dot segments": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a/%2e%2e/admin" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `must be safe once percent-decoded: decodes to "/a/../admin", which contains "/../"`}},
+		},
+		"path with an encoded quote": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a%22return" },
+			want:   []wantErr{{"spec.routes[1].path", invalid, `must be safe once percent-decoded`}},
 		},
 		"path with an encoded NUL": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a%00b" },
@@ -324,6 +336,35 @@ func TestValidate(t *testing.T) {
 			old := gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes = []v1.Route{route("/old/", "s", 80)} })
 			updateErrs, _ := Validate(old, gw, tc.ctx)
 			assert.Equal(t, errs, updateErrs)
+		})
+	}
+}
+
+// The name is checked on create only: it cannot change, and rejecting
+// updates of an object stored while the webhook was down would also block
+// the removal of its finalizers.
+func TestValidateName(t *testing.T) {
+	tests := map[string]struct {
+		name    string
+		wantErr string
+	}{
+		"DNS-1035 label":       {name: "my-gateway"},
+		"generateName pending": {name: ""},
+		"dot":                  {name: "my.gateway", wantErr: "must be a DNS-1035 label (it names the gateway's Service)"},
+		"leading digit":        {name: "1gateway", wantErr: "must be a DNS-1035 label"},
+		"64 characters":        {name: strings.Repeat("a", 64), wantErr: "must be no more than 63 characters"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := gatewayWith(func(gw *v1.APIGateway) { gw.Name = tc.name })
+			errs, _ := Validate(nil, gw, Context{})
+			if tc.wantErr == "" {
+				assert.Empty(t, errs)
+			} else {
+				checkErrors(t, []wantErr{{"metadata.name", field.ErrorTypeInvalid, tc.wantErr}}, errs)
+			}
+			updateErrs, _ := Validate(gw.DeepCopy(), gw, Context{})
+			assert.Empty(t, updateErrs, "an update never re-checks the name")
 		})
 	}
 }

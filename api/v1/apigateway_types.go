@@ -202,7 +202,7 @@ type APIGateway struct {
 
 	// status is the observed state of the gateway, written by the operator.
 	// +optional
-	Status APIGatewayStatus `json:"status,omitempty"`
+	Status APIGatewayStatus `json:"status,omitzero"`
 }
 
 // APIGatewayList is a list of APIGateways.
