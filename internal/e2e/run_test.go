@@ -1,0 +1,478 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Bounds of every wait. A loaded 2-core machine takes far longer than an idle
+// one (about 10 s to ready), and a bound that trips there is a flake, not a
+// finding.
+const (
+	readyTimeout = 3 * time.Minute
+	stopTimeout  = time.Minute
+	pollTimeout  = time.Minute
+	pollInterval = 250 * time.Millisecond
+)
+
+// components are the processes hack/run.sh starts and records in
+// $RUN_DIR/pids/<name>.pid.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "apigateway-operator"}
+
+const gateway = "my-app-gateway"
+
+// children are what the operator makes for the seed sample.
+var children = []string{
+	"configmap/" + gateway + "-config",
+	"deployment.apps/" + gateway,
+	"service/" + gateway,
+	"ingress.networking.k8s.io/" + gateway,
+}
+
+// invalidGateway names a TLS host that no route serves: only the validating
+// webhook knows that rule, so its refusal shows the webhook is reachable at
+// the URL manifests/local gives and trusts the operator's certificate.
+const invalidGateway = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
+ "metadata": {"name": "bad-tls", "namespace": "default"},
+ "spec": {"routes": [{"host": "api.example.com", "backendService": {"name": "svc", "port": 80}}],
+   "tls": [{"hosts": ["www.example.com"], "secretName": "tls"}]}}`
+
+// bareGateway sets neither image nor replicas: the mutating webhook fills them.
+const bareGateway = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
+ "metadata": {"name": "bare", "namespace": "default"},
+ "spec": {"routes": [{"host": "bare.example.com", "backendService": {"name": "svc", "port": 80}}]}}`
+
+// TestMakeRun runs hack/run.sh three times on one scratch directory, as a user
+// would: a first run on an empty cluster stopped with Ctrl-C, a second run
+// that finds the data of the first and dies by SIGKILL, and a third run that
+// cleans up what the second left behind.
+func TestMakeRun(t *testing.T) {
+	s := newSetup(t)
+
+	t.Log("first run: an empty cluster")
+	r := s.start(t)
+	r.waitReady(t)
+	pids := s.componentPIDs(t)
+	s.applySeed(t, r)
+	s.assertDefaulted(t, r)
+	s.assertInvalidRefused(t, r)
+	s.assertReadAsV1alpha1(t, r)
+	r.stop(t, syscall.SIGINT)
+	s.assertNothingLeft(t, pids)
+
+	t.Log("second run: the data of the first is still there")
+	r = s.start(t)
+	r.waitReady(t)
+	_, err := s.kubectl(t, r, "", "get", "apigateway", gateway, "-n", "default")
+	require.NoError(t, err, "the seed gateway did not survive the restart")
+	s.assertGarbageCollected(t, r)
+	pids = s.componentPIDs(t)
+	// A crash or `kill -9` of the script: its components outlive it.
+	require.NoError(t, syscall.Kill(r.cmd.Process.Pid, syscall.SIGKILL))
+	r.waitExit(t)
+	require.NotEmpty(t, s.processesUsingRunDir(), "the components should outlive a SIGKILLed script")
+
+	t.Log("third run: stops what the second left behind")
+	r = s.start(t)
+	r.waitReady(t)
+	assert.Contains(t, r.output(), "left over from an earlier run")
+	for name, pid := range pids {
+		assert.False(t, running(pid), "%s (pid %d) of the killed run still runs", name, pid)
+	}
+	pids = s.componentPIDs(t)
+	r.stop(t, syscall.SIGTERM)
+	s.assertNothingLeft(t, pids)
+}
+
+// setup holds what the runs share: one scratch directory and one set of ports.
+type setup struct {
+	root, k8sBin, runDir string
+	env                  []string
+}
+
+func newSetup(t *testing.T) *setup {
+	t.Helper()
+	root, err := repoRoot()
+	require.NoError(t, err)
+	k8sBin := os.Getenv("KUBEBUILDER_ASSETS")
+	if k8sBin == "" {
+		k8sBin = filepath.Join(root, "bin", "k8s")
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+		_, err := os.Stat(filepath.Join(k8sBin, name))
+		require.NoError(t, err, "control plane binary missing: run `make k8s`")
+	}
+	s := &setup{root: root, k8sBin: k8sBin, runDir: filepath.Join(t.TempDir(), "run")}
+	// Registered after TempDir, so it runs before the directory is removed.
+	t.Cleanup(s.killLeftovers)
+
+	operator := filepath.Join(t.TempDir(), "apigateway-operator")
+	start := time.Now()
+	build := exec.Command("go", "build", "-o", operator, "./cmd/apigateway-operator")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the operator:\n%s", out)
+	t.Logf("built the operator in %s", time.Since(start).Round(time.Millisecond))
+
+	ports := freePorts(t, 5)
+	s.env = []string{
+		"RUN_DIR=" + s.runDir,
+		"RUN_FRESH=",
+		"K8S_BIN=" + k8sBin,
+		"OPERATOR_BIN=" + operator,
+		"ETCD_PORT=" + strconv.Itoa(ports[0]),
+		"APISERVER_PORT=" + strconv.Itoa(ports[1]),
+		"WEBHOOK_PORT=" + strconv.Itoa(ports[2]),
+		"PROBE_PORT=" + strconv.Itoa(ports[3]),
+		"METRICS_PORT=" + strconv.Itoa(ports[4]),
+		fmt.Sprintf("START_TIMEOUT=%d", int(readyTimeout.Seconds())),
+	}
+	return s
+}
+
+// applySeed applies the seed sample and waits for its four children and for
+// kube-controller-manager to have made the Deployment's ReplicaSet.
+func (s *setup) applySeed(t *testing.T, r *run) {
+	t.Helper()
+	_, err := s.kubectl(t, r, "", "apply", "-f", "manifests/samples/apigateway_v1.yaml")
+	require.NoError(t, err)
+	eventually(t, "the four children of the seed gateway", func() error {
+		_, err := s.kubectl(t, r, "", append([]string{"get", "-n", "default", "-o", "name"}, children...)...)
+		return err
+	})
+	eventually(t, "a ReplicaSet for the gateway's Deployment", func() error {
+		out, err := s.kubectl(t, r, "", "get", "replicasets", "-n", "default", "-o", "name",
+			"-l", "app.kubernetes.io/instance="+gateway)
+		if err == nil && strings.TrimSpace(out) == "" {
+			err = errors.New("none yet")
+		}
+		return err
+	})
+}
+
+func (s *setup) assertDefaulted(t *testing.T, r *run) {
+	t.Helper()
+	out, err := s.kubectl(t, r, bareGateway, "create", "-f", "-", "-o", "jsonpath={.spec.image} {.spec.replicas} {.spec.routes[0].pathType}")
+	require.NoError(t, err)
+	assert.Regexp(t, `^\S+ 1 Prefix$`, out, "image, replicas and pathType are defaulted")
+}
+
+func (s *setup) assertInvalidRefused(t *testing.T, r *run) {
+	t.Helper()
+	out, err := s.kubectl(t, r, invalidGateway, "apply", "-f", "-")
+	require.Error(t, err, "an APIGateway with a TLS host no route serves was admitted: %s", out)
+	assert.Contains(t, err.Error(), `spec.tls[0].hosts[0]: Invalid value: "www.example.com"`)
+}
+
+// assertReadAsV1alpha1 reads the seed gateway through the conversion webhook.
+func (s *setup) assertReadAsV1alpha1(t *testing.T, r *run) {
+	t.Helper()
+	eventually(t, "reading the seed gateway as v1alpha1", func() error {
+		out, err := s.kubectl(t, r, "", "get", "apigateways.v1alpha1.example.com", gateway, "-n", "default",
+			"-o", "jsonpath={.apiVersion} {.spec.routes[0].prefix} {.spec.routes[0].serviceName}")
+		if err != nil {
+			return err
+		}
+		if want := "example.com/v1alpha1 /users/ user-service"; out != want {
+			return fmt.Errorf("got %q, want %q", out, want)
+		}
+		return nil
+	})
+}
+
+// assertGarbageCollected deletes the seed gateway and waits for
+// kube-controller-manager's garbage collector to delete its children.
+func (s *setup) assertGarbageCollected(t *testing.T, r *run) {
+	t.Helper()
+	_, err := s.kubectl(t, r, "", "delete", "apigateway", gateway, "-n", "default", "--wait=false")
+	require.NoError(t, err)
+	eventually(t, "the garbage collector deleting the children", func() error {
+		out, err := s.kubectl(t, r, "", "get", "configmaps,deployments,services,ingresses", "-n", "default",
+			"-o", "name", "-l", "app.kubernetes.io/instance="+gateway)
+		if err == nil && strings.TrimSpace(out) != "" {
+			err = fmt.Errorf("still there: %s", strings.Join(strings.Fields(out), " "))
+		}
+		return err
+	})
+}
+
+// componentPIDs reads the pid files of a running script.
+func (s *setup) componentPIDs(t *testing.T) map[string]int {
+	t.Helper()
+	pids := make(map[string]int, len(components))
+	for _, name := range components {
+		data, err := os.ReadFile(filepath.Join(s.runDir, "pids", name+".pid"))
+		require.NoError(t, err)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		require.NoError(t, err)
+		require.True(t, running(pid), "%s (pid %d) is not running", name, pid)
+		pids[name] = pid
+	}
+	return pids
+}
+
+func (s *setup) assertNothingLeft(t *testing.T, pids map[string]int) {
+	t.Helper()
+	for name, pid := range pids {
+		assert.False(t, running(pid), "%s (pid %d) outlived the script", name, pid)
+	}
+	assert.Empty(t, s.processesUsingRunDir(), "processes left behind")
+}
+
+// processesUsingRunDir finds live processes whose command line names a path
+// in the scratch directory: every component of the script has one.
+func (s *setup) processesUsingRunDir() map[int]string {
+	found := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(s.runDir+"/")) || !running(pid) {
+			continue
+		}
+		found[pid] = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	return found
+}
+
+// killLeftovers is the safety net of a failed test: nothing it started may
+// outlive it.
+func (s *setup) killLeftovers() {
+	for pid := range s.processesUsingRunDir() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// kubectl runs the real kubectl against the kubeconfig the script printed.
+// It returns standard output; the error holds standard error, where kubectl
+// puts both its errors and the API's warnings.
+func (s *setup) kubectl(t *testing.T, r *run, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(s.k8sBin, "kubectl"), append([]string{"--kubeconfig=" + r.kubeconfig}, args...)...)
+	cmd.Dir = s.root
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// run is one hack/run.sh process.
+type run struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+	// kubeconfig is the path the script prints; set before ready is closed.
+	kubeconfig string
+	started    time.Time
+	readyAfter time.Duration // set before ready is closed
+	ready      chan struct{}
+	done       chan struct{}
+	err        error // of cmd.Wait, once done is closed
+}
+
+// start runs `bash hack/run.sh` from the repository root in its own process
+// group, as a terminal would for `make run`.
+func (s *setup) start(t *testing.T) *run {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	r := &run{ready: make(chan struct{}), done: make(chan struct{})}
+	r.cmd = exec.Command("bash", "hack/run.sh")
+	r.cmd.Dir = s.root
+	r.cmd.Env = append(os.Environ(), s.env...)
+	r.cmd.Stdout, r.cmd.Stderr = pw, pw
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r.started = time.Now()
+	err = r.cmd.Start()
+	_ = pw.Close() // the script and the operator hold their own copies
+	require.NoError(t, err)
+	go r.scan(pr, s.root)
+	go func() {
+		r.err = r.cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("hack/run.sh output:\n%s", r.output())
+			s.logTails(t)
+		}
+	})
+	return r
+}
+
+// scan keeps the script's output and watches for the kubeconfig line the
+// ready message holds.
+func (r *run) scan(pr *os.File, root string) {
+	defer pr.Close()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	var readySeen bool
+	for sc.Scan() {
+		line := sc.Text()
+		r.mu.Lock()
+		r.out.WriteString(line + "\n")
+		r.mu.Unlock()
+		switch {
+		case strings.Contains(line, "==> Ready:"):
+			readySeen = true
+		case readySeen && r.kubeconfig == "" && strings.HasPrefix(strings.TrimSpace(line), "export KUBECONFIG="):
+			path := strings.TrimPrefix(strings.TrimSpace(line), "export KUBECONFIG=")
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(root, path)
+			}
+			r.kubeconfig = path
+			r.readyAfter = time.Since(r.started)
+			close(r.ready)
+		}
+	}
+}
+
+func (r *run) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+func (r *run) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.ready:
+		t.Logf("hack/run.sh ready after %s", r.readyAfter.Round(time.Millisecond))
+	case <-r.done:
+		t.Fatalf("hack/run.sh exited before it was ready: %v", r.err)
+	case <-time.After(readyTimeout):
+		t.Fatalf("hack/run.sh not ready after %s", readyTimeout)
+	}
+}
+
+// stop sends sig to the script's process group, as Ctrl-C in a terminal
+// does, and expects a clean exit.
+func (r *run) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	started := time.Now()
+	require.NoError(t, syscall.Kill(-r.cmd.Process.Pid, sig))
+	r.waitExit(t)
+	t.Logf("hack/run.sh stopped %s after %s", sig, time.Since(started).Round(time.Millisecond))
+	require.NoError(t, r.err, "hack/run.sh should exit 0 after %s", sig)
+	assert.Contains(t, r.output(), "==> Stopped.")
+}
+
+func (r *run) waitExit(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(stopTimeout):
+		t.Fatalf("hack/run.sh still running %s after the signal", stopTimeout)
+	}
+}
+
+// logTails prints the end of each component's log for a failed test.
+func (s *setup) logTails(t *testing.T) {
+	logs, _ := filepath.Glob(filepath.Join(s.runDir, "logs", "*.log"))
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		t.Logf("--- %s (last lines):\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
+}
+
+// running is true for a live, non-zombie process: a killed component whose
+// parent is gone may stay a zombie until init reaps it.
+func running(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	return len(fields) > 0 && !slices.Contains([]string{"Z", "X"}, fields[0])
+}
+
+// eventually polls check until it succeeds, failing with its last error after
+// pollTimeout.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %s: %v", what, pollTimeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// freePorts reserves n loopback ports by listening on them at once, then
+// frees them for the script.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	listeners := make([]net.Listener, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		listeners[i] = l
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range listeners {
+		require.NoError(t, l.Close())
+	}
+	return ports
+}
+
+// repoRoot walks up from the package directory to the module's go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			bytes.HasPrefix(data, []byte("module example.com/apigateway-operator\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the apigateway-operator module")
+		}
+		dir = parent
+	}
+}
