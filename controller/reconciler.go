@@ -161,6 +161,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*app
 	// The child is the events' related object: it names the child, and
 	// keeps the four children's events from merging into one series.
 	note := func(kind string, related client.Object, act action, err error) {
+		recordApplied(kind, act, err)
 		switch {
 		case err != nil:
 			failures = append(failures, failure{kind: kind, name: related.GetName(), reason: ReasonApplyFailed, err: err})

@@ -14,10 +14,15 @@ import (
 // WithConverter. v1 is the hub; v1alpha1 is its only spoke. The conversion
 // itself lives in the pure functions V1alpha1ToV1 and V1ToV1alpha1, so the api
 // packages carry no conversion code.
+// The converter counts and times every conversion (see metrics.go).
 func NewConverter(scheme *runtime.Scheme) (crconversion.Converter, error) {
-	return crconversion.NewHubSpokeConverter(&v1.APIGateway{},
+	c, err := crconversion.NewHubSpokeConverter(&v1.APIGateway{},
 		crconversion.NewSpokeConverter(&v1alpha1.APIGateway{}, hubToV1alpha1, v1alpha1ToHub),
 	)(scheme)
+	if err != nil {
+		return nil, err
+	}
+	return countingConverter{c}, nil
 }
 
 // hubToV1alpha1 adapts V1ToV1alpha1 to the spoke converter's signature.

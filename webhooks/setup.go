@@ -57,12 +57,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 
 	return ctrl.NewWebhookManagedBy(mgr, &v1.APIGateway{}).
-		WithDefaulter(&Defaulter{
+		WithDefaulter(countingDefaulter{&Defaulter{
 			Namespaces:     mgr.GetClient(),
 			LiveNamespaces: mgr.GetAPIReader(),
 			Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-		}).
-		WithValidator(&Validator{Gateways: mgr.GetClient(), Services: services}).
+		}}).
+		WithValidator(countingValidator{&Validator{Gateways: mgr.GetClient(), Services: services}}).
 		WithConverter(conversion.NewConverter).
 		Complete()
 }

@@ -25,6 +25,10 @@ func main() {
 	var o options
 	o.bind(flag.CommandLine)
 	flag.Parse()
+	if o.printVersion {
+		fmt.Println("apigateway-operator", buildVersion())
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 
 	if err := run(&o); err != nil {

@@ -37,6 +37,8 @@ type options struct {
 	controller      controller.Options
 
 	zap zap.Options
+
+	printVersion bool
 }
 
 // bind registers every flag on fs.
@@ -55,6 +57,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
+
+	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 
 	o.certs.BindFlags(fs)
 	o.zap.BindFlags(fs)

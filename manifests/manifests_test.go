@@ -1,0 +1,456 @@
+package manifests_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/webhooks"
+)
+
+// These tests hold every manifest a user applies to the real kube-apiserver:
+// the kustomize overlays through server-side dry runs, the manager's pod
+// template through the API server's own PodSecurity admission, and the
+// samples through the operator's webhooks, as in a cluster.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{Webhooks: envtest.WebhookInstallOptions{
+		// Tests run in this directory.
+		Paths: []string{"webhook"},
+		// The CRD is installed without conversion, as a cluster has it
+		// before the operator is deployed: the overlays' dry runs then
+		// apply the conversion webhook onto it as a first install would.
+		// TestSamples points it at the test's webhook server.
+	}})
+}
+
+const operatorNamespace = "apigateway-operator-system"
+
+func TestDefaultOverlayServerDryRun(t *testing.T) {
+	applyOperatorNamespace(t)
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("default"))
+	require.NoError(t, res.Err)
+	assertDryRunOf(t, res.Stdout, defaultObjects...)
+}
+
+func TestCertManagerOverlayServerDryRun(t *testing.T) {
+	installCertManagerCRDs(t)
+	applyOperatorNamespace(t)
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("cert-manager"))
+	require.NoError(t, res.Err)
+	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects),
+		"issuer.cert-manager.io/apigateway-operator-selfsigned",
+		"issuer.cert-manager.io/apigateway-operator-ca",
+		"certificate.cert-manager.io/apigateway-operator-ca",
+		"certificate.cert-manager.io/apigateway-operator-serving-cert",
+	)...)
+}
+
+// defaultObjects are what `kubectl apply -k manifests/default` creates.
+var defaultObjects = []string{
+	"customresourcedefinition.apiextensions.k8s.io/apigateways.example.com",
+	"serviceaccount/apigateway-operator",
+	"role.rbac.authorization.k8s.io/apigateway-operator",
+	"clusterrole.rbac.authorization.k8s.io/apigateway-operator",
+	"rolebinding.rbac.authorization.k8s.io/apigateway-operator",
+	"clusterrolebinding.rbac.authorization.k8s.io/apigateway-operator",
+	"service/apigateway-operator-webhook",
+	"service/apigateway-operator-metrics",
+	"deployment.apps/apigateway-operator",
+	"poddisruptionbudget.policy/apigateway-operator",
+	"mutatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-mutating-webhook-configuration",
+	"validatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-validating-webhook-configuration",
+}
+
+// assertDryRunOf checks that kubectl's dry run went through the API server
+// for each object.
+func assertDryRunOf(t *testing.T, stdout string, objects ...string) {
+	t.Helper()
+	for _, o := range objects {
+		assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(o)+` (created|configured|unchanged) \(server dry run\)$`, stdout)
+	}
+}
+
+// TestCertManagerOverlayIsConsistent checks that the names the cert-manager
+// overlay repeats agree: the Certificate the manager waits for, the one
+// cainjector injects from, the Secret it writes and the Deployment mounts
+// at --cert-dir, and the webhook Service's DNS name.
+func TestCertManagerOverlayIsConsistent(t *testing.T) {
+	objs := kustomize(t, "cert-manager")
+
+	cert := find(t, objs, "Certificate", "apigateway-operator-serving-cert")
+	certRef := cert.GetNamespace() + "/" + cert.GetName()
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	svc := find(t, objs, "Service", "apigateway-operator-webhook")
+	assert.Contains(t, dnsNames, svc.GetName()+"."+svc.GetNamespace()+".svc", "the API server calls the webhook at this name")
+
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition"} {
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				assert.Equal(t, certRef, o.GetAnnotations()["cert-manager.io/inject-ca-from"], "%s %s", kind, o.GetName())
+			}
+		}
+	}
+
+	dep := find(t, objs, "Deployment", "apigateway-operator")
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	container := containers[0].(map[string]any)
+	args, _, _ := unstructured.NestedStringSlice(container, "args")
+	assert.Contains(t, args, "--cert-mode=cert-manager")
+	assert.Contains(t, args, "--cert-manager-certificate="+certRef)
+	assert.Contains(t, args, "--leader-elect", "the base's args are kept")
+
+	certDir := flagValue(args, "--cert-dir")
+	require.NotEmpty(t, certDir, "the overlay sets --cert-dir")
+	mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
+	volumes, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	var mounted string
+	for _, m := range mounts {
+		if m := m.(map[string]any); m["mountPath"] == certDir {
+			mounted = m["name"].(string)
+		}
+	}
+	require.NotEmpty(t, mounted, "a volume is mounted at --cert-dir %s", certDir)
+	var mountedSecret string
+	for _, v := range volumes {
+		if v := v.(map[string]any); v["name"] == mounted {
+			mountedSecret, _, _ = unstructured.NestedString(v, "secret", "secretName")
+		}
+	}
+	assert.Equal(t, secretName, mountedSecret, "the Certificate's Secret is what is mounted at --cert-dir")
+}
+
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestManagerPassesRestrictedPodSecurity creates the manager base for real
+// and lets the API server's PodSecurity admission judge it: the namespace
+// enforces (and warns about) the restricted standard, so the Deployment is
+// judged when it is applied and a Pod of its template when it is created.
+// The last case proves the judge is awake: a template without its security
+// context is rejected.
+func TestManagerPassesRestrictedPodSecurity(t *testing.T) {
+	ctx := t.Context()
+	rendered := kubectlKustomize(t, "manager")
+	res := env.Kubectl(ctx, bytes.NewReader(rendered), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+	assert.NotContains(t, res.Stderr, "PodSecurity", "the Deployment must not violate the restricted standard")
+
+	ns := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: operatorNamespace}, ns))
+	assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
+
+	dep := find(t, parseObjects(t, rendered), "Deployment", "apigateway-operator")
+	template, _, err := unstructured.NestedMap(dep.Object, "spec", "template")
+	require.NoError(t, err)
+
+	t.Cleanup(func() {
+		res := env.Kubectl(context.Background(), nil, "delete", "pod", "manager-pod", "-n", operatorNamespace, "--ignore-not-found")
+		assert.NoError(t, res.Err)
+	})
+	res = env.Kubectl(ctx, podManifest(t, "manager-pod", template), "create", "-f", "-")
+	require.NoError(t, res.Err, "a Pod of the manager's template must be admitted")
+	assert.NotContains(t, res.Stderr, "PodSecurity")
+
+	unstructured.RemoveNestedField(template, "spec", "securityContext")
+	containers, _, _ := unstructured.NestedSlice(template, "spec", "containers")
+	delete(containers[0].(map[string]any), "securityContext")
+	require.NoError(t, unstructured.SetNestedSlice(template, containers, "spec", "containers"))
+	res = env.Kubectl(ctx, podManifest(t, "insecure-pod", template), "create", "-f", "-")
+	require.Error(t, res.Err, "PodSecurity admission must reject a pod without a security context")
+	assert.Contains(t, res.Stderr, `violates PodSecurity "restricted:latest"`)
+}
+
+// podManifest is a Pod in the operator's namespace made of a pod template.
+func podManifest(t *testing.T, name string, template map[string]any) *bytes.Reader {
+	t.Helper()
+	metadata, _ := template["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	metadata["name"] = name
+	metadata["namespace"] = operatorNamespace
+	data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
+	require.NoError(t, err)
+	return bytes.NewReader(data)
+}
+
+// TestRBACHasNoWildcards: least privilege, so no rule in manifests/rbac may
+// grant every group, resource, verb or name.
+func TestRBACHasNoWildcards(t *testing.T) {
+	objs := kustomize(t, "rbac")
+	require.NotEmpty(t, objs)
+	rules := 0
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		list, _, err := unstructured.NestedSlice(o.Object, "rules")
+		require.NoError(t, err)
+		for i, r := range list {
+			rules++
+			for _, field := range []string{"apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"} {
+				values, _, _ := unstructured.NestedStringSlice(r.(map[string]any), field)
+				for _, v := range values {
+					assert.NotContains(t, v, "*", "%s %s rule %d: %s", o.GetKind(), o.GetName(), i, field)
+				}
+			}
+		}
+	}
+	assert.Positive(t, rules, "the RBAC base has roles")
+}
+
+// TestSamples applies the valid samples and then each invalid one, with the
+// operator's webhooks serving, and checks that each invalid sample fails
+// with the error its "# error:" lines document.
+func TestSamples(t *testing.T) {
+	ctx := t.Context()
+	mgr := startWebhooks(t)
+	convertThroughTestServer(t)
+
+	for _, sample := range []string{"apigateway_v1.yaml", "apigateway_v1alpha1.yaml"} {
+		file := filepath.Join(manifestDir("samples"), sample)
+		res := env.Kubectl(ctx, nil, "apply", "-f", file)
+		require.NoError(t, res.Err, sample)
+		assert.Contains(t, res.Stdout, " created", sample)
+		t.Cleanup(func() {
+			assert.NoError(t, env.Kubectl(context.Background(), nil, "delete", "-f", file, "--wait").Err)
+		})
+	}
+	// The conflict check reads the webhook's cache: wait until it holds
+	// the seed, as it would in a cluster a moment later.
+	waitCached(t, mgr.GetClient(), client.ObjectKey{Namespace: "default", Name: "my-app-gateway"})
+
+	legacy := &v1.APIGateway{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "legacy-gateway"}, legacy))
+	require.Len(t, legacy.Spec.Routes, 1)
+	assert.Equal(t, v1.Route{Host: "shop.example.com", Path: "/orders/", PathType: v1.PathTypePrefix,
+		BackendService: v1.BackendService{Name: "order-service", Port: 8080}}, legacy.Spec.Routes[0],
+		"the v1alpha1 sample reads back as v1 as its comment says")
+
+	invalid, err := filepath.Glob(filepath.Join(manifestDir("samples"), "invalid", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, invalid)
+	for _, file := range invalid {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			wantErrs, name := documentedErrors(t, file)
+			res := env.Kubectl(ctx, nil, "apply", "-f", file)
+			require.Error(t, res.Err, "the invalid sample was admitted: %s", res.Stdout)
+			for _, want := range wantErrs {
+				assert.Contains(t, res.Stderr, want)
+			}
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &v1.APIGateway{})
+			assert.True(t, apierrors.IsNotFound(err), "nothing is stored: %v", err)
+		})
+	}
+}
+
+// documentedErrors reads a sample's "# error:" lines and the name of the
+// object it holds.
+func documentedErrors(t *testing.T, file string) ([]string, string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var wantErrs []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if want, ok := strings.CutPrefix(sc.Text(), "# error: "); ok {
+			wantErrs = append(wantErrs, strings.TrimSpace(want))
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, wantErrs, "%s documents its error in a line '# error: <what kubectl prints>'", file)
+	objs := parseObjects(t, data)
+	require.Len(t, objs, 1, "one object per invalid sample")
+	return wantErrs, objs[0].GetName()
+}
+
+// convertThroughTestServer points the CRD's conversion webhook at the
+// test's webhook server until the test ends, and waits until the API server
+// converts through it.
+func convertThroughTestServer(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	key := client.ObjectKey{Name: "apigateways.example.com"}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, env.Client.Get(ctx, key, crd))
+	before := crd.Spec.Conversion.DeepCopy()
+	url := "https://" + net.JoinHostPort(env.Webhooks.LocalServingHost, strconv.Itoa(env.Webhooks.LocalServingPort)) + "/convert"
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: env.Webhooks.LocalServingCAData},
+		},
+	}
+	require.NoError(t, env.Client.Update(ctx, crd))
+	t.Cleanup(func() {
+		// The other tests apply the overlays onto the CRD as first
+		// installed; a retry covers a concurrent status update.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := env.Client.Get(context.Background(), key, crd); err != nil {
+				return err
+			}
+			crd.Spec.Conversion = before
+			return env.Client.Update(context.Background(), crd)
+		})
+		assert.NoError(t, err, "restoring the CRD's conversion")
+	})
+
+	// An object stored before the switch reads back through v1alpha1
+	// converted only once the API server has loaded the new conversion.
+	probe := &v1.APIGateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "conversion-probe"},
+		Spec: v1.APIGatewaySpec{Image: "nginx:1.27", Replicas: ptr.To[int32](2), Routes: []v1.Route{{
+			Host: "probe.example.com", Path: "/probe/", PathType: v1.PathTypePrefix,
+			BackendService: v1.BackendService{Name: "probe", Port: 80},
+		}}},
+	}
+	require.NoError(t, env.Client.Create(ctx, probe))
+	t.Cleanup(func() { assert.NoError(t, client.IgnoreNotFound(env.Client.Delete(context.Background(), probe))) })
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		alpha := &v1alpha1.APIGateway{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(probe), alpha); err != nil {
+			return false, nil
+		}
+		return len(alpha.Spec.Routes) == 1 && alpha.Spec.Routes[0].Prefix == "/probe/", nil
+	})
+	require.NoError(t, err, "the API server never converted through the test's webhook server")
+}
+
+// startWebhooks runs the operator's webhooks as main wires them, until the
+// test ends.
+func startWebhooks(t *testing.T) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
+	require.NoError(t, err)
+	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{}))
+	env.StartManager(t, mgr)
+	return mgr
+}
+
+func waitCached(t *testing.T, c client.Reader, key client.ObjectKey) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.Get(ctx, key, &v1.APIGateway{}) == nil, nil
+	})
+	require.NoError(t, err, "the manager's cache never saw %s", key)
+}
+
+// applyOperatorNamespace creates the operator's Namespace for real: a
+// server-side dry run of a namespaced object needs its namespace to exist,
+// and a dry-run Namespace is never stored.
+func applyOperatorNamespace(t *testing.T) {
+	t.Helper()
+	res := env.Kubectl(t.Context(), nil, "apply", "-f", filepath.Join(manifestDir("manager"), "namespace.yaml"))
+	require.NoError(t, res.Err)
+}
+
+var certManagerCRDs sync.Once
+
+// installCertManagerCRDs installs the CRDs of the cert-manager version in
+// go.mod, from its module: the overlay's Issuers and Certificates are then
+// checked against their real schemas.
+func installCertManagerCRDs(t *testing.T) {
+	t.Helper()
+	var err error
+	certManagerCRDs.Do(func() {
+		cmd := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
+		cmd.Dir = env.Root
+		var out []byte
+		if out, err = cmd.Output(); err != nil {
+			return
+		}
+		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+			Paths:              []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
+			ErrorIfPathMissing: true,
+		})
+	})
+	require.NoError(t, err, "installing cert-manager's CRDs")
+}
+
+func manifestDir(name string) string { return filepath.Join(env.Root, "manifests", name) }
+
+// kubectlKustomize renders a kustomization with the kubectl users run.
+func kubectlKustomize(t *testing.T, name string) []byte {
+	t.Helper()
+	res := env.Kubectl(t.Context(), nil, "kustomize", manifestDir(name))
+	require.NoError(t, res.Err)
+	return []byte(res.Stdout)
+}
+
+func kustomize(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	return parseObjects(t, kubectlKustomize(t, name))
+}
+
+func parseObjects(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var o map[string]any
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		require.NoError(t, err)
+		if len(o) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: o})
+		}
+	}
+}
+
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	require.Failf(t, "object missing", "no %s %s", kind, name)
+	return nil
+}

@@ -1,0 +1,190 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+var gatewayKind = schema.GroupKind{Group: "example.com", Kind: "APIGateway"}
+
+// TestDeniedRules runs real validation failures through the rule
+// derivation, so a changed field path or message shows up here.
+func TestDeniedRules(t *testing.T) {
+	other := gatewayWith(func(gw *v1.APIGateway) { gw.Name = "other" })
+	tests := map[string]struct {
+		old, gw *v1.APIGateway
+		others  []v1.APIGateway
+		want    []string
+	}{
+		"bad host": {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "Bad_Host" }),
+			// The TLS host list no longer names that route's host: not a new rule.
+			want: []string{"routes.host"}},
+		"two bad hosts count once": {gw: gatewayWith(func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].Host, gw.Spec.Routes[1].Host = "https://a.example.com", "10.0.0.1"
+			gw.Spec.TLS = nil
+		}), want: []string{"routes.host"}},
+		"bad path":          {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a/../b" }), want: []string{"routes.path"}},
+		"bad backend port":  {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService.Port = 0 }), want: []string{"routes.backendService.port"}},
+		"bad backend name":  {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService.Name = "1svc" }), want: []string{"routes.backendService.name"}},
+		"missing image":     {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Image = "" }), want: []string{"image"}},
+		"name not a label":  {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Name = "a.b" }), want: []string{"name"}},
+		"no routes":         {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Routes, gw.Spec.TLS = nil, nil }), want: []string{"routes"}},
+		"tls host unrouted": {gw: gatewayWith(func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"www.example.com"} }), want: []string{"tls.hosts"}},
+		"route repeated in the gateway": {gw: gatewayWith(func(gw *v1.APIGateway) {
+			gw.Spec.Routes[1] = gw.Spec.Routes[0]
+		}), want: []string{"routes.duplicate"}},
+		"route served by another gateway": {gw: validGateway(), others: []v1.APIGateway{*other}, want: []string{"conflict"}},
+		"several rules": {gw: gatewayWith(func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].Path = "users"
+			gw.Spec.TLS[0].SecretName = "Bad Secret"
+		}), want: []string{"routes.path", "tls.secretName"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			errs, _ := Validate(tc.old, tc.gw, Context{Others: tc.others})
+			require.NotEmpty(t, errs)
+			assert.Equal(t, tc.want, deniedRules(apierrors.NewInvalid(gatewayKind, tc.gw.Name, errs)))
+		})
+	}
+}
+
+// TestRuleOfBoundsCardinality: label values come from a fixed set,
+// whatever a field path holds.
+func TestRuleOfBoundsCardinality(t *testing.T) {
+	tests := map[string]struct {
+		cause metav1.StatusCause
+		want  string
+	}{
+		"known path with indexes": {cause: metav1.StatusCause{Field: "spec.routes[42].backendService.name"}, want: "routes.backendService.name"},
+		"unknown field":           {cause: metav1.StatusCause{Field: "metadata.labels"}, want: "other"},
+		"map key with user data":  {cause: metav1.StatusCause{Field: "spec.routes[0].x[evil.example.com]"}, want: "other"},
+		"empty field":             {cause: metav1.StatusCause{}, want: "other"},
+		"user text in the path":   {cause: metav1.StatusCause{Field: "spec.routes[0].host.<script>"}, want: "other"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ruleOf(tc.cause))
+		})
+	}
+	assert.Equal(t, []string{"other"}, deniedRules(apierrors.NewForbidden(schema.GroupResource{}, "x", errors.New("no"))))
+}
+
+func TestAdmissionResult(t *testing.T) {
+	tests := map[string]struct {
+		err  error
+		want string
+	}{
+		"allowed":             {want: resultAllowed},
+		"invalid":             {err: apierrors.NewInvalid(gatewayKind, "gw", field.ErrorList{field.Required(field.NewPath("spec"), "")}), want: resultDenied},
+		"forbidden":           {err: apierrors.NewForbidden(schema.GroupResource{}, "gw", errors.New("no")), want: resultDenied},
+		"cache unavailable":   {err: apierrors.NewServiceUnavailable("cache"), want: resultError},
+		"too many requests":   {err: apierrors.NewTooManyRequests("slow down", 1), want: resultError},
+		"error with a status": {err: errors.New("boom"), want: resultError},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, admissionResult(tc.err))
+		})
+	}
+	assert.Equal(t, "other", operationLabel("PATCH"))
+	assert.Equal(t, "UPDATE", operationLabel("UPDATE"))
+}
+
+// stubAdmission returns err from every call.
+type stubAdmission struct{ err error }
+
+func (s stubAdmission) Default(context.Context, *v1.APIGateway) error { return s.err }
+func (s stubAdmission) ValidateCreate(context.Context, *v1.APIGateway) (admission.Warnings, error) {
+	return nil, s.err
+}
+func (s stubAdmission) ValidateUpdate(context.Context, *v1.APIGateway, *v1.APIGateway) (admission.Warnings, error) {
+	return nil, s.err
+}
+func (s stubAdmission) ValidateDelete(context.Context, *v1.APIGateway) (admission.Warnings, error) {
+	return nil, s.err
+}
+
+func TestCountingWrappers(t *testing.T) {
+	gw := validGateway()
+	invalid := apierrors.NewInvalid(gatewayKind, "gw", field.ErrorList{field.Invalid(field.NewPath("spec", "routes").Index(0).Child("path"), "x", "bad")})
+	unavailable := apierrors.NewServiceUnavailable("cache")
+	updateCtx := admission.NewContextWithRequest(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update}})
+
+	deltas := counterDeltas(t,
+		admissionRequests.WithLabelValues(webhookValidating, "CREATE", resultDenied),
+		admissionRequests.WithLabelValues(webhookValidating, "UPDATE", resultAllowed),
+		admissionRequests.WithLabelValues(webhookValidating, "DELETE", resultError),
+		admissionRequests.WithLabelValues(webhookMutating, "UPDATE", resultError),
+		admissionRequests.WithLabelValues(webhookMutating, "other", resultAllowed),
+		admissionDenials.WithLabelValues("routes.path"),
+	)
+	_, err := countingValidator{stubAdmission{invalid}}.ValidateCreate(t.Context(), gw)
+	assert.Equal(t, invalid, err, "the wrapped error is returned unchanged")
+	_, _ = countingValidator{stubAdmission{}}.ValidateUpdate(t.Context(), gw, gw)
+	_, _ = countingValidator{stubAdmission{unavailable}}.ValidateDelete(t.Context(), gw)
+	assert.Equal(t, unavailable, countingDefaulter{stubAdmission{unavailable}}.Default(updateCtx, gw))
+	// Without a request in the context the operation is unknown.
+	assert.NoError(t, countingDefaulter{stubAdmission{}}.Default(t.Context(), gw))
+	assert.Equal(t, []float64{1, 1, 1, 1, 1, 1}, deltas())
+}
+
+// TestAdmissionMetricsThroughAPIServer counts what the real API server's
+// calls produce: one gateway admitted, one denied.
+func TestAdmissionMetricsThroughAPIServer(t *testing.T) {
+	startWebhooks(t, Options{DefaultImage: flagImage, DefaultReplicas: 2})
+	ctx := t.Context()
+	createNamespace(t, "metrics", "")
+
+	deltas := counterDeltas(t,
+		admissionRequests.WithLabelValues(webhookMutating, "CREATE", resultAllowed),
+		admissionRequests.WithLabelValues(webhookValidating, "CREATE", resultAllowed),
+		admissionRequests.WithLabelValues(webhookValidating, "CREATE", resultDenied),
+		admissionDenials.WithLabelValues("routes.path"),
+		admissionDenials.WithLabelValues("tls.hosts"),
+	)
+	good := "routes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"
+	require.NoError(t, kubectl(ctx, manifest("metrics", "good", good), "apply", "-f", "-").Err)
+	// Applying an unchanged object again makes no request: start afresh
+	// under -count.
+	t.Cleanup(func() {
+		assert.NoError(t, kubectl(context.Background(), nil, "delete", "apigateways.example.com", "good", "-n", "metrics").Err)
+	})
+	bad := "routes:\n- host: bad.example.com\n  path: /a%00\n  backendService: {name: svc, port: 80}\n" +
+		"- host: bad.example.com\n  path: /b%0a\n  backendService: {name: svc, port: 80}\n"
+	res := kubectl(ctx, manifest("metrics", "bad", bad), "apply", "-f", "-")
+	require.Error(t, res.Err)
+	require.Contains(t, res.Stderr, "must not percent-encode a control character")
+
+	assert.Equal(t, []float64{2, 1, 1, 1, 0}, deltas(), "mutating allowed both, validating allowed one and denied one, for its paths")
+}
+
+// counterDeltas returns a function that reports how much each counter grew
+// since counterDeltas was called.
+func counterDeltas(t *testing.T, counters ...prometheus.Counter) func() []float64 {
+	t.Helper()
+	before := make([]float64, len(counters))
+	for i, c := range counters {
+		before[i] = testutil.ToFloat64(c)
+	}
+	return func() []float64 {
+		grew := make([]float64, len(counters))
+		for i, c := range counters {
+			grew[i] = testutil.ToFloat64(c) - before[i]
+		}
+		return grew
+	}
+}
