@@ -1,0 +1,122 @@
+// Command bench runs the operator's benchmarks (`make bench`) against a
+// local control plane started by internal/testenv: every figure that is a
+// goal is a ratio against a baseline measured in the same run. It prints a
+// table and writes it as Markdown. Everything talks to 127.0.0.1 only and
+// stops by itself.
+//
+//	go run ./internal/bench -out bin/bench.md [-rows B1,B2,B3,B4,B5]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"example.com/apigateway-operator/internal/testenv"
+)
+
+func main() {
+	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
+	rows := flag.String("rows", "B1,B2,B3,B4,B5", "the rows to run, comma-separated")
+	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
+	duration := flag.Duration("duration", 5*time.Second, "how long each B2 load phase runs")
+	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
+
+	// The whole run must stay under make bench's 15 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
+	err := run(ctx, *out, *profiles, strings.Split(*rows, ","), *duration)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out, profiles string, rows []string, duration time.Duration) error {
+	start := time.Now()
+	env, err := testenv.Start(testenv.Options{Webhooks: envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join("manifests", "webhook")},
+	}})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	h, err := newHarness(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+
+	want := map[string]bool{}
+	for _, r := range rows {
+		want[strings.TrimSpace(r)] = true
+	}
+	var table []row
+	// The order keeps rows independent: B5's controller runs before the
+	// 10,000 gateways of B4 and B3 exist, and B1 runs before they load
+	// the API server.
+	steps := []struct {
+		id  string
+		run func(context.Context, *harness) ([]row, error)
+	}{
+		{"B2", benchB2(duration)}, {"B5", benchB5}, {"B1", benchB1}, {"B4", benchB4}, {"B3", benchB3},
+	}
+	for _, s := range steps {
+		if !want[s.id] {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: running %s\n", s.id)
+		t0 := time.Now()
+		stopProfile, err := startProfile(profiles, s.id)
+		if err != nil {
+			return err
+		}
+		rs, err := s.run(ctx, h)
+		stopProfile()
+		if err != nil {
+			rs = append(rs, row{ID: s.id, What: "error", Figures: err.Error(), Met: "error"})
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s took %v\n", s.id, time.Since(t0).Round(time.Second))
+		table = append(table, rs...)
+	}
+	md := markdown(table, time.Since(start))
+	fmt.Print(md)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(md), 0o644)
+}
+
+// startProfile writes a CPU profile of the whole process (operator,
+// webhooks and load generator alike) to dir/id.pprof until the returned
+// function is called; it does nothing when dir is empty.
+func startProfile(dir, id string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, id+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
