@@ -27,6 +27,11 @@ TEST_ENV := KUBEBUILDER_ASSETS=$(K8S_ASSETS) \
 	KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:-60s}
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
+# Every `make test` fuzzes each target a little; raise it for a longer hunt.
+FUZZTIME ?= 15s
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMG     ?= apigateway-operator:$(VERSION)
 
 ##@ General
 
@@ -35,6 +40,16 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
 		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Run
+
+.PHONY: run
+run: k8s build ## Run the operator against a local control plane (data in ./bin/run); Ctrl-C stops it. ARGS go to the operator.
+	hack/run.sh $(ARGS)
+
+.PHONY: run-clean
+run-clean: ## Delete what `make run` keeps between runs (./bin/run): the next run starts with an empty cluster.
+	rm -rf $(BIN)/run
 
 ##@ Development
 
@@ -59,8 +74,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx ## Run every test against a real kube-apiserver and etcd (builds them first).
+test: verify k8s nginx ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 15s).
+	go test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime=$(FUZZTIME) ./webhooks
+	go test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./conversion
 
 .PHONY: k8s
 k8s: $(K8S_STAMP) ## Build the local control plane into ./bin/k8s (once per hack/k8s version).
@@ -74,13 +95,24 @@ $(K8S_STAMP): hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
 nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).
 	hack/install-nginx.sh
 
+##@ Benchmarks
+
+.PHONY: bench
+bench: k8s ## Micro-benchmarks and the B1-B5 side-by-side table (also written to bin/bench.md).
+	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller
+	$(TEST_ENV) go run ./internal/bench -out $(BIN)/bench.md
+
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator binary into ./bin.
-	go build -trimpath -o $(BIN)/apigateway-operator ./cmd/apigateway-operator
+build: ## Build the operator binary into ./bin (the Dockerfile runs the same command).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/apigateway-operator ./cmd/apigateway-operator
 
-##@ Tools
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+# Pinned tools.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
