@@ -40,6 +40,7 @@ func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *
 	installWebhooks(t, o, op.port, op.port, op.port, nil)
 
 	op.waitReady(t)
+	waitConversionServed(t, ns)
 	require.NoError(t, roundTrip(ctx, ns, "gw-first"))
 	assert.Positive(t, op.calls.mutate.Load(), "the API server called the mutating webhook")
 	assert.Positive(t, op.calls.validate.Load(), "the API server called the validating webhook")
@@ -184,7 +185,25 @@ func TestSelfSignedInstancesSharingASecretSettle(t *testing.T) {
 	assert.Equal(t, before, resourceVersions(t, o))
 }
 
-// resourceVersions are those of the Secret and the three targets.
+// waitConversionServed waits until a round trip through all three webhooks
+// works. Readiness means the CA is in every object's bundle; the API server
+// rebuilds a CRD's conversion client from its caBundle asynchronously, a few
+// milliseconds after the update, so the very first conversion may still race
+// it. Each attempt uses a new object, so a failed one leaves nothing behind
+// that the next would trip over.
+func waitConversionServed(t *testing.T, ns string) {
+	t.Helper()
+	var attempt int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		attempt++
+		assert.NoError(c, roundTrip(context.Background(), ns, fmt.Sprintf("probe-%d", attempt)))
+	}, 30*time.Second, 100*time.Millisecond, "the API server never converted through the injected bundle")
+}
+
+// resourceVersions are those of the Secret and the two webhook
+// configurations, and the CRD's generation: the API server updates a CRD's
+// status by itself (conditions, stored versions), which moves its
+// resourceVersion but not its generation; only a spec write does that.
 func resourceVersions(t *testing.T, o Options) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -199,6 +218,10 @@ func resourceVersions(t *testing.T, o Options) []string {
 	var out []string
 	for i, obj := range objs {
 		require.NoError(t, env.Client.Get(ctx, keys[i], obj))
+		if _, isCRD := obj.(*apiextensionsv1.CustomResourceDefinition); isCRD {
+			out = append(out, fmt.Sprintf("generation %d", obj.GetGeneration()))
+			continue
+		}
 		out = append(out, obj.GetResourceVersion())
 	}
 	return out
