@@ -138,11 +138,14 @@ func (op *operator) waitReady(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond, "never ready")
 }
 
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T, name string) string {
+// newNamespace creates a namespace for one test, named from prefix. envtest
+// runs no namespace controller, so names are never reused: a repeated run
+// (-count) gets a fresh one.
+func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	require.NoError(t, env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	return name
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	require.NoError(t, env.Client.Create(context.Background(), ns))
+	return ns.Name
 }
 
 // installWebhooks creates the webhook configurations named in o, calling
