@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/apigateway-operator/internal/testenv"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -109,7 +111,7 @@ type setup struct {
 
 func newSetup(t *testing.T) *setup {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	k8sBin := os.Getenv("KUBEBUILDER_ASSETS")
 	if k8sBin == "" {
@@ -456,23 +458,4 @@ func freePorts(t *testing.T, n int) []int {
 		require.NoError(t, l.Close())
 	}
 	return ports
-}
-
-// repoRoot walks up from the package directory to the module's go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.HasPrefix(data, []byte("module example.com/apigateway-operator\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the apigateway-operator module")
-		}
-		dir = parent
-	}
 }

@@ -108,7 +108,7 @@ func NewScheme() *runtime.Scheme {
 // Start starts etcd and kube-apiserver and installs the CRDs in
 // manifests/crd/bases.
 func Start(opts Options) (*Env, error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -194,9 +194,9 @@ func (e *Env) Kubectl(ctx context.Context, stdin io.Reader, args ...string) Resu
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
 }
 
-// repoRoot finds the operator module's root from the test's working
+// RepoRoot finds the operator module's root from the test's working
 // directory (a package directory inside it).
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
