@@ -8,10 +8,12 @@ SHELL := /usr/bin/env bash
 # of the file name so that bumping it here rebuilds the tool.
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
+CRD_REF_DOCS_VERSION   ?= v0.3.0
 
 BIN            := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CRD_REF_DOCS   := $(BIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # The local control plane (etcd, kube-apiserver, kube-controller-manager,
 # kubectl) built from hack/k8s. The stamp is keyed on that module's files, so
@@ -62,6 +64,10 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC YAML into man
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:dir=manifests/webhook
 	$(CONTROLLER_GEN) rbac:roleName=apigateway-operator 'paths={./cmd/...,./certs/...,./controller/...,./webhooks/...}' output:rbac:dir=manifests/rbac
+
+.PHONY: docs
+docs: $(CRD_REF_DOCS) ## Generate the API reference (docs/api.md) from the Go types.
+	$(CRD_REF_DOCS) --config hack/crd-ref-docs/config.yaml --source-path ./api --renderer markdown --output-path docs/api.md >/dev/null
 
 .PHONY: verify
 verify: ## Fail when generated files are stale or gofmt/go vet complain.
@@ -117,6 +123,10 @@ docker-build: ## Build the operator image IMG (needs a Docker engine).
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@
+
+$(CRD_REF_DOCS):
+	GOBIN=$(BIN) go install github.com/elastic/crd-ref-docs@$(CRD_REF_DOCS_VERSION)
+	mv $(BIN)/crd-ref-docs $@
 
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -7,12 +7,12 @@ set -euo pipefail
 make=${1:-make}
 cd "$(dirname "$0")/.."
 
-generated=(api manifests)
+generated=(api manifests docs)
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 cp -a "${generated[@]}" "$before/"
 
-$make --no-print-directory generate manifests >/dev/null
+$make --no-print-directory generate manifests docs >/dev/null
 
 status=0
 for dir in "${generated[@]}"; do
