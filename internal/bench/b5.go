@@ -23,11 +23,9 @@ import (
 )
 
 const (
-	// b5Gateways is 250, not the 1,000: each gateway's Service
-	// takes a ClusterIP, and envtest's API server has a /24 service range
-	// (253 addresses). internal/testenv would need to pass a wider
-	// --service-cluster-ip-range for 1,000.
-	b5Gateways = 250
+	// b5Gateways Services need as many ClusterIPs: main starts the
+	// control plane with a /16 Service range for them.
+	b5Gateways = 1000
 	b5Idle     = 30 * time.Second
 )
 

@@ -43,6 +43,9 @@ type Options struct {
 	// pointed at a local serving host, port and certificate directory, which
 	// the suite's webhook server must then use (see Env.Webhooks).
 	Webhooks envtest.WebhookInstallOptions
+	// ServiceClusterIPRange, when set, replaces envtest's /24 Service range
+	// (253 ClusterIPs), for suites that create more Services than that.
+	ServiceClusterIPRange string
 }
 
 // Env is a running control plane.
@@ -126,6 +129,9 @@ func Start(opts Options) (*Env, error) {
 			Scheme:             scheme,
 		},
 		WebhookInstallOptions: opts.Webhooks,
+	}
+	if opts.ServiceClusterIPRange != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
 	}
 	cfg, err := env.Start()
 	if err != nil {
