@@ -79,6 +79,10 @@ func NormalizeHost(host string) string {
 	if strings.HasSuffix(host, ".") && !strings.HasSuffix(host, "..") {
 		host = host[:len(host)-1]
 	}
+	// Most hosts are already lower case: keep them, without a copy.
+	if !strings.ContainsFunc(host, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+		return host
+	}
 	b := []byte(host)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {

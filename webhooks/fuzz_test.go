@@ -2,16 +2,20 @@ package webhooks
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
 
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/require"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/testenv"
 )
 
 // What an admitted object's hosts and paths must look like, written
@@ -53,12 +57,8 @@ func FuzzAdmission(f *testing.F) {
 type fuzzHooks struct{ defaulter, validator *admission.Webhook }
 
 func newFuzzHooks(tb testing.TB) fuzzHooks {
-	scheme := testenv.NewScheme()
 	reader := fakeReader(tb, nil, defaultNamespace(nil))
-	return fuzzHooks{
-		defaulter: admission.WithDefaulter[*v1.APIGateway](scheme, &Defaulter{Namespaces: reader, Defaults: testDefaults}).WithRecoverPanic(false),
-		validator: admission.WithValidator[*v1.APIGateway](scheme, &Validator{Gateways: reader}).WithRecoverPanic(false),
-	}
+	return fuzzHooks{defaulter: mutatingWebhook(reader), validator: validatingWebhook(testFinder(tb))}
 }
 
 func (h fuzzHooks) check(t *testing.T, raw []byte) {
@@ -69,6 +69,9 @@ func (h fuzzHooks) check(t *testing.T, raw []byte) {
 	mutated := h.defaulter.Handle(t.Context(), req)
 	if !mutated.Allowed && (mutated.Result == nil || mutated.Result.Message == "") {
 		t.Fatalf("mutating webhook denied without a reason: %+v", mutated)
+	}
+	if mutated.Allowed {
+		assertPatchDefaults(t, raw, mutated.Patches)
 	}
 	validated := h.validator.Handle(t.Context(), req)
 	if !validated.Allowed && (validated.Result == nil || validated.Result.Message == "") {
@@ -115,4 +118,80 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return string(ja) == string(jb)
+}
+
+// assertPatchDefaults checks that ops, applied to raw as the API server
+// applies them, give what Default gives: the patch is built from the fields
+// Default sets, so this catches a field Default starts to set that the patch
+// does not carry, and a patch addressing what raw does not hold.
+func assertPatchDefaults(t *testing.T, raw []byte, ops []jsonpatch.Operation) {
+	t.Helper()
+	want, err := decodeGateway(raw)
+	require.NoError(t, err, "the mutating webhook allowed an object it cannot decode")
+	Default(want, testDefaults)
+	patched := raw
+	if len(ops) > 0 {
+		data, err := json.Marshal(ops)
+		require.NoError(t, err)
+		patch, err := jsonpatchv5.DecodePatch(data)
+		require.NoError(t, err)
+		patched, err = patch.Apply(raw)
+		require.NoError(t, err, "patch %s does not apply to %s", data, raw)
+	}
+	got, err := decodeGateway(patched)
+	require.NoError(t, err)
+	if !equalJSON(t, want, got) {
+		t.Fatalf("the patch does not give the defaulted object:\nraw     %s\npatch   %v\nwant    %+v\ngot     %+v", raw, ops, want.Spec, got.Spec)
+	}
+}
+
+// The patch gives the defaulted object for random gateways and for the JSON
+// shapes the fast patch cannot address (no spec, null routes), which take
+// the document diff.
+func TestDefaultingPatchMatchesDefault(t *testing.T) {
+	hooks := newFuzzHooks(t)
+	raws := []string{
+		`{}`, `{"spec":null}`, `{"spec":{}}`, `{"spec":{"routes":null}}`, `{"spec":{"routes":[null]}}`,
+		`{"spec":{"routes":[{"host":"A.com"},null,{}]}}`, `{"spec":{"image":"","replicas":null,"routes":[{"host":"a.com","path":null}]}}`,
+		`{"spec":{"tls":[null,{"hosts":[null,"B.com."]}],"routes":[{"host":"b.com."}]}}`,
+		`{"metadata":{"name":"x"},"spec":{"image":"i:1","replicas":2,"routes":[{"host":"a.com","path":"/","pathType":"Exact"}]}}`,
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		data, err := json.Marshal(randomGateway(rng))
+		require.NoError(t, err)
+		raws = append(raws, string(data))
+	}
+	for _, raw := range raws {
+		resp := hooks.defaulter.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "u", Operation: admissionv1.Create, Namespace: "default", Name: "gw", Object: runtime.RawExtension{Raw: []byte(raw)},
+		}})
+		require.True(t, resp.Allowed, "%s: %+v", raw, resp.Result)
+		assertPatchDefaults(t, []byte(raw), resp.Patches)
+	}
+}
+
+// randomGateway leaves out or mis-cases what Default fills in or fixes.
+func randomGateway(rng *rand.Rand) *v1.APIGateway {
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	gw := &v1.APIGateway{}
+	gw.Spec.Image = pick("", "nginx:1.27")
+	if rng.IntN(2) == 0 {
+		gw.Spec.Replicas = ptr.To(int32(rng.IntN(4)))
+	}
+	hosts := []string{"a.com", "A.com", "a.com.", "B.Example.COM.", "*.x.io"}
+	for range rng.IntN(5) {
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{
+			Host: pick(hosts...), Path: pick("", "/", "/x/"), PathType: v1.PathType(pick("", "Prefix", "Exact")),
+			BackendService: v1.BackendService{Name: "s", Port: 80},
+		})
+	}
+	for range rng.IntN(3) {
+		tls := v1.GatewayTLS{SecretName: "s"}
+		for range rng.IntN(3) {
+			tls.Hosts = append(tls.Hosts, pick(hosts...))
+		}
+		gw.Spec.TLS = append(gw.Spec.TLS, tls)
+	}
+	return gw
 }

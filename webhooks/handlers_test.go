@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -29,14 +30,14 @@ import (
 	"example.com/apigateway-operator/internal/testenv"
 )
 
-// These tests drive the handlers as controller-runtime does, with a fake
-// client standing in for the manager's cache; the envtest suite runs the
-// same handlers behind the real API server.
+// These tests drive the handlers as controller-runtime's webhook server
+// does, with a fake client standing in for the manager's Namespace cache
+// and a client-go indexer for the APIGateway informer's; the envtest suite
+// runs the same handlers behind the real API server.
 
 func fakeReader(t testing.TB, funcs *interceptor.Funcs, objs ...client.Object) client.Client {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(testenv.NewScheme()).WithObjects(objs...).
-		WithIndex(&v1.APIGateway{}, HostPathIndex, indexHostPaths)
+	b := fake.NewClientBuilder().WithScheme(testenv.NewScheme()).WithObjects(objs...)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
@@ -111,8 +112,7 @@ func TestDefaulterReadsTheNamespaceAnnotation(t *testing.T) {
 // are not rewritten, and fields the Go type does not know (from a newer
 // CRD) are not dropped.
 func TestDefaulterPatchIsMinimal(t *testing.T) {
-	wh := admission.WithDefaulter[*v1.APIGateway](testenv.NewScheme(),
-		&Defaulter{Namespaces: fakeReader(t, nil, defaultNamespace(nil)), Defaults: testDefaults})
+	wh := mutatingWebhook(fakeReader(t, nil, defaultNamespace(nil)))
 
 	raw := `{"apiVersion":"example.com/v1","kind":"APIGateway",
 	  "metadata":{"name":"gw","namespace":"default","uid":"0d1c","generation":3,"creationTimestamp":"2026-01-01T00:00:00Z",
@@ -133,7 +133,7 @@ func TestDefaulterPatchIsMinimal(t *testing.T) {
 		{Operation: "add", Path: "/spec/image", Value: testDefaults.Image},
 		{Operation: "add", Path: "/spec/replicas", Value: json.Number("3")},
 		{Operation: "replace", Path: "/spec/routes/0/host", Value: "api.example.com"},
-	}, resp.Patches)
+	}, asSent(t, resp.Patches))
 
 	// An object that needs nothing gets no patch at all.
 	defaulted := applyPatch(t, raw, resp.Patches)
@@ -154,8 +154,7 @@ func TestDefaulterPatchIsMinimal(t *testing.T) {
 // follows the type, so the test keeps holding once the status field is
 // tagged omitzero.
 func TestDefaulterPatchOnCreate(t *testing.T) {
-	wh := admission.WithDefaulter[*v1.APIGateway](testenv.NewScheme(),
-		&Defaulter{Namespaces: fakeReader(t, nil, defaultNamespace(nil)), Defaults: testDefaults})
+	wh := mutatingWebhook(fakeReader(t, nil, defaultNamespace(nil)))
 	raw := `{"apiVersion":"example.com/v1","kind":"APIGateway","metadata":{"name":"gw","namespace":"default"},
 	  "spec":{"image":"nginx:1.27","routes":[{"host":"api.example.com","path":"/","pathType":"Prefix","backendService":{"name":"svc","port":80}}]}}`
 	resp := wh.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -170,7 +169,44 @@ func TestDefaulterPatchOnCreate(t *testing.T) {
 	if bytes.Contains(empty, []byte(`"status":{}`)) {
 		want = append(want, jsonpatch.Operation{Operation: "add", Path: "/status", Value: map[string]any{}})
 	}
-	assert.ElementsMatch(t, want, resp.Patches)
+	assert.ElementsMatch(t, want, asSent(t, resp.Patches))
+}
+
+// asSent is ops as the API server reads them: JSON, numbers as numbers.
+func asSent(t *testing.T, ops []jsonpatch.Operation) []jsonpatch.Operation {
+	t.Helper()
+	data, err := json.Marshal(ops)
+	require.NoError(t, err)
+	var out []jsonpatch.Operation
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	require.NoError(t, d.Decode(&out))
+	return out
+}
+
+func mutatingWebhook(reader client.Reader) *admission.Webhook {
+	return (&admission.Webhook{Handler: mutatingHandler{&Defaulter{Namespaces: reader, Defaults: testDefaults}}}).WithRecoverPanic(false)
+}
+
+func validatingWebhook(gateways GatewayFinder) *admission.Webhook {
+	return (&admission.Webhook{Handler: validatingHandler{&Validator{Gateways: gateways}}}).WithRecoverPanic(false)
+}
+
+// testFinder is the production GatewayFinder over an indexer holding gws.
+func testFinder(t testing.TB, gws ...*v1.APIGateway) GatewayFinder {
+	t.Helper()
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{HostPathIndex: indexHostPaths})
+	for _, gw := range gws {
+		require.NoError(t, indexer.Add(gw))
+	}
+	return indexFinder{indexer}
+}
+
+// failingFinder is a cache that cannot answer.
+type failingFinder struct{}
+
+func (failingFinder) Serving(context.Context, string, string) ([]*v1.APIGateway, error) {
+	return nil, errors.New("cache unavailable")
 }
 
 func applyPatch(t *testing.T, doc string, ops []jsonpatch.Operation) []byte {
@@ -199,7 +235,7 @@ func TestValidatorHandler(t *testing.T) {
 
 	tests := map[string]struct {
 		old, gw  func(*v1.APIGateway)
-		funcs    *interceptor.Funcs
+		finder   GatewayFinder
 		ports    stubPorts
 		wantErr  string
 		wantWarn []string
@@ -229,15 +265,16 @@ func TestValidatorHandler(t *testing.T) {
 			wantWarn: []string{`spec.routes[0].backendService: Service "user-service" has no port 8080 (its ports: 80)`},
 		},
 		"a failed lookup is an error": {
-			funcs: &interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errors.New("cache unavailable")
-			}},
+			finder:  failingFinder{},
 			wantErr: "looking up the APIGateways that serve the same hosts and paths: cache unavailable",
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			v := &Validator{Gateways: fakeReader(t, tc.funcs, legacy, elsewhere), Services: tc.ports}
+			if tc.finder == nil {
+				tc.finder = testFinder(t, legacy, elsewhere)
+			}
+			v := &Validator{Gateways: tc.finder, Services: tc.ports}
 			gw := gatewayWith(tc.gw)
 			var warnings admission.Warnings
 			var err error
@@ -264,11 +301,10 @@ func TestValidatorHandler(t *testing.T) {
 // Bad input to the HTTP endpoints gets an error response, never a panic,
 // and the server keeps serving.
 func TestBadRequests(t *testing.T) {
-	scheme := testenv.NewScheme()
 	reader := fakeReader(t, nil, defaultNamespace(nil))
 	mux := http.NewServeMux()
-	mux.Handle("/mutate", admission.WithDefaulter[*v1.APIGateway](scheme, &Defaulter{Namespaces: reader, Defaults: testDefaults}).WithRecoverPanic(false))
-	mux.Handle("/validate", admission.WithValidator[*v1.APIGateway](scheme, &Validator{Gateways: reader}).WithRecoverPanic(false))
+	mux.Handle("/mutate", mutatingWebhook(reader))
+	mux.Handle("/validate", validatingWebhook(testFinder(t)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 

@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -186,5 +189,75 @@ func counterDeltas(t *testing.T, counters ...prometheus.Counter) func() []float6
 			grew[i] = testutil.ToFloat64(c) - before[i]
 		}
 		return grew
+	}
+}
+
+// The API server calls the mutating webhook only for an object that may
+// need a default or a normalized host (its matchConditions): a complete
+// object costs one webhook round trip, not two, and still gets everything
+// it needs.
+func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
+	startWebhooks(t, Options{DefaultImage: flagImage, DefaultReplicas: 2})
+	createNamespace(t, "match", "")
+	tests := map[string]struct {
+		change     func(*v1.APIGateway)
+		wantCalled bool
+		check      func(*testing.T, *v1.APIGateway)
+	}{
+		"complete": {},
+		"no path or pathType: the schema's defaults fill them in first": {
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "", "" },
+			check: func(t *testing.T, gw *v1.APIGateway) {
+				assert.Equal(t, v1.Route{Host: "api.example.com", Path: "/", PathType: v1.PathTypePrefix,
+					BackendService: v1.BackendService{Name: "product-service", Port: 8081}}, gw.Spec.Routes[1])
+			},
+		},
+		"no image": {
+			change: func(gw *v1.APIGateway) { gw.Spec.Image = "" }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, flagImage, gw.Spec.Image) },
+		},
+		"no replicas": {
+			change: func(gw *v1.APIGateway) { gw.Spec.Replicas = nil }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, ptr.To[int32](2), gw.Spec.Replicas) },
+		},
+		"an upper-case host": {
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "API.example.com" }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[0].Host) },
+		},
+		"a host with a trailing dot": {
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.example.com." }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[1].Host) },
+		},
+		"an upper-case TLS host": {
+			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Api.Example.com" }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) {
+				assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
+			},
+		},
+	}
+	i := 0
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := gatewayWith(tc.change)
+			i++
+			gw.Namespace, gw.Name = "match", fmt.Sprintf("gw-%d", i)
+			for j := range gw.Spec.Routes {
+				gw.Spec.Routes[j].Path = strings.Replace(gw.Spec.Routes[j].Path, "/", fmt.Sprintf("/%d-", i), 1)
+			}
+			deltas := counterDeltas(t,
+				admissionRequests.WithLabelValues(webhookMutating, "CREATE", resultAllowed),
+				admissionRequests.WithLabelValues(webhookValidating, "CREATE", resultAllowed))
+			require.NoError(t, env.Client.Create(t.Context(), gw))
+			t.Cleanup(func() { assert.NoError(t, env.Client.Delete(context.Background(), gw)) })
+
+			called := 0.0
+			if tc.wantCalled {
+				called = 1
+			}
+			assert.Equal(t, []float64{called, 1}, deltas(), "mutating and validating webhook calls")
+			if tc.check != nil {
+				tc.check(t, get(t, "match", gw.Name))
+			}
+		})
 	}
 }

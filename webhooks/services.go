@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -33,6 +34,10 @@ type ServicePorter interface {
 type serviceCache struct {
 	cache    cache.Cache
 	informer cache.Informer
+	// store is the informer's store: a lookup of a Service that does not
+	// exist, the usual case while a gateway is being set up, is a map miss
+	// rather than a NotFound error built and thrown away.
+	store toolscache.Store
 }
 
 var _ ServicePorter = &serviceCache{}
@@ -59,26 +64,34 @@ func newServiceCache(mgr manager.Manager) (*serviceCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering the Service informer: %w", err)
 	}
-	return &serviceCache{cache: c, informer: informer}, nil
+	shared, ok := informer.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, fmt.Errorf("the Service informer (%T) does not expose its store", informer)
+	}
+	return &serviceCache{cache: c, informer: informer, store: shared.GetStore()}, nil
 }
 
 // Ports reads the cache. Until the informer has synced it answers nil, so
 // no admission request ever waits for a cluster-wide list; the port
 // warning is advice and may be skipped.
-func (s *serviceCache) Ports(ctx context.Context, namespace string, names []string) map[string][]int32 {
+func (s *serviceCache) Ports(_ context.Context, namespace string, names []string) map[string][]int32 {
 	if !s.informer.HasSynced() {
 		return nil
 	}
-	ports := map[string][]int32{}
+	var ports map[string][]int32
 	for _, name := range names {
 		if _, done := ports[name]; done {
 			continue
 		}
-		var svc corev1.Service
-		if err := s.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &svc); err != nil {
+		obj, exists, err := s.store.GetByKey(namespace + "/" + name)
+		svc, ok := obj.(*corev1.Service)
+		if err != nil || !exists || !ok {
 			continue // not found, or unknown: no warning either way
 		}
-		ports[name] = servicePorts(&svc)
+		if ports == nil {
+			ports = map[string][]int32{}
+		}
+		ports[name] = servicePorts(svc)
 	}
 	return ports
 }

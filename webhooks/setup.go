@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/conversion"
@@ -24,7 +25,8 @@ type Options struct {
 }
 
 // SetupWithManager registers the field index, the defaulting, validating and
-// conversion webhooks on mgr.
+// conversion webhooks on mgr's webhook server (see handlers.go for why they
+// are registered as handlers rather than through the webhook builder).
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.DefaultImage == "" {
 		opts.DefaultImage = DefaultImage
@@ -37,8 +39,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 
 	ctx := context.Background()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.APIGateway{}, HostPathIndex, indexHostPaths); err != nil {
-		return fmt.Errorf("indexing APIGateways by host and path: %w", err)
+	gateways, err := IndexGateways(ctx, mgr.GetCache())
+	if err != nil {
+		return err
 	}
 	// The defaulter reads Namespaces as metadata only. Registering the
 	// informer now makes it start, and sync, with the manager's cache
@@ -56,13 +59,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding the Service cache to the manager: %w", err)
 	}
 
-	return ctrl.NewWebhookManagedBy(mgr, &v1.APIGateway{}).
-		WithDefaulter(countingDefaulter{&Defaulter{
-			Namespaces:     mgr.GetClient(),
-			LiveNamespaces: mgr.GetAPIReader(),
-			Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-		}}).
-		WithValidator(countingValidator{&Validator{Gateways: mgr.GetClient(), Services: services}}).
-		WithConverter(conversion.NewConverter).
-		Complete()
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, &admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
+		Namespaces:     mgr.GetClient(),
+		LiveNamespaces: mgr.GetAPIReader(),
+		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
+	}}}})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: validatingHandler{
+		countingValidator{&Validator{Gateways: gateways, Services: services}},
+	}})
+	return ctrl.NewWebhookManagedBy(mgr, &v1.APIGateway{}).WithConverter(conversion.NewConverter).Complete()
 }
+
+// ConvertPath is where the CRD's conversion webhook is served
+// (manifests/crd/patches/conversion_webhook.yaml).
+const ConvertPath = "/convert"

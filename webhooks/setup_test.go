@@ -38,9 +38,13 @@ func TestHostPathIndex(t *testing.T) {
 	gw := validGateway()
 	gw.Spec.Routes = append(gw.Spec.Routes, gw.Spec.Routes[0])
 	gw.Spec.Routes[2].PathType = v1.PathTypeExact
-	assert.Equal(t, []string{"api.example.com /users/", "api.example.com /products/"}, indexHostPaths(gw),
-		"one value per distinct host and path, whatever the pathType")
-	assert.Nil(t, indexHostPaths(&corev1.Service{}))
+	keys, err := indexHostPaths(gw)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/api.example.com /users/", "default/api.example.com /products/"}, keys,
+		"one value per distinct host and path, whatever the pathType, in the gateway's namespace")
+	keys, err = indexHostPaths(&corev1.Service{})
+	assert.NoError(t, err)
+	assert.Nil(t, keys)
 }
 
 func TestSlimService(t *testing.T) {

@@ -72,11 +72,11 @@ func validateName(name string, fld *field.Path) field.ErrorList {
 	if name == "" {
 		return nil
 	}
-	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 {
-		return field.ErrorList{field.Invalid(fld, name,
-			"must be a DNS-1035 label (it names the gateway's Service): "+strings.Join(msgs, "; "))}
+	if isDNS1035Label(name) {
+		return nil
 	}
-	return nil
+	return field.ErrorList{field.Invalid(fld, name,
+		"must be a DNS-1035 label (it names the gateway's Service): "+strings.Join(validation.IsDNS1035Label(name), "; "))}
 }
 
 func validateImage(image string, fld *field.Path) field.ErrorList {
@@ -112,22 +112,47 @@ func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
 		return field.ErrorList{field.TooMany(fld, len(routes), maxRoutes)}
 	}
 	var errs field.ErrorList
-	first := map[string]int{}
+	type routeKey struct {
+		host, path string
+		pathType   v1.PathType
+	}
+	first := make(map[routeKey]int, len(routes))
 	for i, r := range routes {
-		fld := fld.Index(i)
-		errs = append(errs, validateHost(r.Host, fld.Child("host"))...)
-		errs = append(errs, validatePath(r.Path, fld.Child("path"))...)
-		errs = append(errs, validatePathType(r.PathType, fld.Child("pathType"))...)
-		errs = append(errs, validateBackend(r.BackendService, fld.Child("backendService"))...)
-
-		key := r.Host + "\x00" + r.Path + "\x00" + string(r.PathType)
+		errs = append(errs, validateRoute(r, fld, i)...)
+		key := routeKey{r.Host, r.Path, r.PathType}
 		if j, seen := first[key]; seen {
-			e := field.Duplicate(fld, routeString(r))
+			e := field.Duplicate(fld.Index(i), routeString(r))
 			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]; merge the two routes or change one", j)
 			errs = append(errs, e)
 			continue
 		}
 		first[key] = i
+	}
+	return errs
+}
+
+// The fields of a route, relative to the route and built once: a valid
+// route, the common case, then costs no path at all, and validateRoute
+// puts the route's own path in front of an invalid one's errors.
+var (
+	routeHost     = field.NewPath("host")
+	routePath     = field.NewPath("path")
+	routePathType = field.NewPath("pathType")
+	routeBackend  = field.NewPath("backendService")
+)
+
+// validateRoute checks routes[i], whose path is fld.Index(i).
+func validateRoute(r v1.Route, fld *field.Path, i int) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateHost(r.Host, routeHost)...)
+	errs = append(errs, validatePath(r.Path, routePath)...)
+	errs = append(errs, validatePathType(r.PathType, routePathType)...)
+	errs = append(errs, validateBackend(r.BackendService, routeBackend)...)
+	if len(errs) > 0 {
+		prefix := fld.Index(i).String() + "."
+		for _, e := range errs {
+			e.Field = prefix + e.Field
+		}
 	}
 	return errs
 }
@@ -150,16 +175,15 @@ func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
 
 func validateBackend(b v1.BackendService, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	name := fld.Child("name")
 	switch {
 	case b.Name == "":
-		errs = append(errs, field.Required(name, "the name of a Service in the gateway's namespace"))
+		errs = append(errs, field.Required(fld.Child("name"), "the name of a Service in the gateway's namespace"))
 	case len(b.Name) > validation.DNS1035LabelMaxLength:
-		errs = append(errs, field.TooLong(name, b.Name, validation.DNS1035LabelMaxLength))
-	case len(validation.IsDNS1035Label(b.Name)) > 0:
-		errs = append(errs, field.Invalid(name, b.Name,
+		errs = append(errs, field.TooLong(fld.Child("name"), b.Name, validation.DNS1035LabelMaxLength))
+	case !isDNS1035Label(b.Name):
+		errs = append(errs, field.Invalid(fld.Child("name"), b.Name,
 			"must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"+
-				suggest(b.Name, NormalizeHost(b.Name), func(s string) bool { return len(validation.IsDNS1035Label(s)) == 0 })))
+				suggest(b.Name, NormalizeHost(b.Name), isDNS1035Label)))
 	}
 	if b.Port < 1 || b.Port > 65535 {
 		errs = append(errs, field.Invalid(fld.Child("port"), b.Port, "must be a port number from 1 to 65535"))
@@ -186,23 +210,61 @@ func validateHost(host string, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-func isIP(s string) bool { return net.ParseIP(s) != nil }
+// isIP reports whether s is an IP address. Only digits and dots (IPv4) or a
+// string with a colon (IPv6) can be one, so other strings, every DNS name
+// among them, skip the parser.
+func isIP(s string) bool {
+	if !strings.Contains(s, ":") && strings.ContainsFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }) {
+		return false
+	}
+	return net.ParseIP(s) != nil
+}
 
 // validHost reports whether host is a DNS-1123 subdomain or "*." and one,
 // with no label longer than DNS allows (63 bytes), which the subdomain
 // check alone lets through.
 func validHost(host string) bool {
 	name := strings.TrimPrefix(host, "*.")
-	if len(host) > maxHostLength || len(validation.IsDNS1123Subdomain(name)) > 0 || isIP(name) {
+	return len(host) <= maxHostLength && isDNS1123Subdomain(name) && !isIP(name)
+}
+
+// isDNS1123Subdomain is validation.IsDNS1123Subdomain plus the 63-byte
+// limit on each label, without a regular expression: it runs for every
+// route of every admission request. TestIsDNS1123Subdomain holds it to
+// apimachinery's check.
+func isDNS1123Subdomain(name string) bool {
+	if len(name) > validation.DNS1123SubdomainMaxLength {
 		return false
 	}
 	for label := range strings.SplitSeq(name, ".") {
-		if len(label) > validation.DNS1123LabelMaxLength {
+		if !isLabel(label, validation.DNS1123LabelMaxLength, isAlnum) {
 			return false
 		}
 	}
 	return true
 }
+
+// isDNS1035Label is validation.IsDNS1035Label without a regular expression
+// (TestIsDNS1035Label holds it to apimachinery's check).
+func isDNS1035Label(name string) bool {
+	return isLabel(name, validation.DNS1035LabelMaxLength, func(c byte) bool { return 'a' <= c && c <= 'z' })
+}
+
+// isLabel reports whether label is 1 to max lower-case letters, digits and
+// '-', starts with a byte first accepts and ends with a letter or digit.
+func isLabel(label string, max int, first func(byte) bool) bool {
+	if label == "" || len(label) > max || !first(label[0]) || !isAlnum(label[len(label)-1]) {
+		return false
+	}
+	for i := 1; i < len(label)-1; i++ {
+		if c := label[i]; c != '-' && !isAlnum(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 // hostHint explains the usual mistakes: a URL, a port, a misplaced
 // wildcard, upper case or a trailing dot (the last two are normally fixed
@@ -273,10 +335,13 @@ func validatePath(p string, fld *field.Path) field.ErrorList {
 	}
 	if msg := checkPercentEncoding(p); msg != "" {
 		errs = append(errs, field.Invalid(fld, p, msg))
-	} else if _, err := routepath.Decode(p); err != nil && len(errs) == 0 {
-		// Only escapes can make the decoded form differ, and the renderer
-		// refuses such a path too: say so now, at admission.
-		errs = append(errs, field.Invalid(fld, p, "must be safe once percent-decoded: "+err.Error()))
+	} else if strings.Contains(p, "%") && len(errs) == 0 {
+		// Only escapes can make the decoded form differ from p, which
+		// passed the same checks above; the renderer refuses a path whose
+		// decoded form is unsafe too: say so now, at admission.
+		if _, err := routepath.Decode(p); err != nil {
+			errs = append(errs, field.Invalid(fld, p, "must be safe once percent-decoded: "+err.Error()))
+		}
 	}
 	return errs
 }
@@ -284,6 +349,9 @@ func validatePath(p string, fld *field.Path) field.ErrorList {
 // badPathChars lists, quoted and without repeats, up to five characters of
 // p that a path may not hold.
 func badPathChars(p string) []string {
+	if !strings.ContainsFunc(p, func(r rune) bool { return r >= utf8.RuneSelf || !isPathByte(byte(r)) }) {
+		return nil
+	}
 	var bad []string
 	for i := 0; i < len(p); {
 		r, size := utf8.DecodeRuneInString(p[i:])

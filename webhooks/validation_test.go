@@ -2,11 +2,14 @@ package webhooks
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -451,5 +454,43 @@ func TestWarnings(t *testing.T) {
 				assert.Contains(t, warnings[i], w)
 			}
 		})
+	}
+}
+
+// The byte-loop name checks accept exactly what apimachinery's regular
+// expressions accept: a table of edge cases, then random strings over an
+// alphabet rich in the bytes that matter.
+func TestNameChecksMatchApimachinery(t *testing.T) {
+	cases := []string{"", "a", "0", "-", "a-", "-a", "a-b", "a--b", "0a", "a0", "A", "a.b", "a..b", ".a", "a.",
+		"*.a", "a_b", "a b", "é", strings.Repeat("a", 63), strings.Repeat("a", 64),
+		strings.Repeat("a", 63) + "." + strings.Repeat("b", 63), strings.Repeat("a.", 126) + "a", strings.Repeat("a.", 127) + "a"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab0-.A_*é"
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		require.Equal(t, len(validation.IsDNS1123Subdomain(s)) == 0 && labelsFit(s), isDNS1123Subdomain(s), "subdomain %q", s)
+		require.Equal(t, len(validation.IsDNS1035Label(s)) == 0, isDNS1035Label(s), "label %q", s)
+	}
+}
+
+func labelsFit(s string) bool {
+	for label := range strings.SplitSeq(s, ".") {
+		if len(label) > validation.DNS1123LabelMaxLength {
+			return false
+		}
+	}
+	return true
+}
+
+// isIP skips the parser only for strings the parser would refuse.
+func TestIsIP(t *testing.T) {
+	for _, s := range []string{"10.0.0.1", "1.2.3", "::1", "::ffff:1.2.3.4", "fe80::1%eth0", "1.2.3.4.5", "a.b", "0", "", "1e3", "10.0.0.1a"} {
+		assert.Equal(t, net.ParseIP(s) != nil, isIP(s), s)
 	}
 }

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,13 @@ import (
 // is rejected with "set spec.image or retry" instead of being stored
 // without an image. Both are registered for v1 only; matchPolicy=Equivalent
 // sends writes made through v1alpha1 to them converted to v1.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
+// The API server calls the mutating webhook only when the object may need a
+// default or a host normalized (the matchConditions below mirror Default,
+// erring towards calling it): a complete object, as most tools write it,
+// then costs one webhook round trip instead of two. A condition that cannot
+// be evaluated (a malformed object) skips the webhook, as its failure
+// policy says, and validation reports what is wrong.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == '' || !has(object.spec.replicas) || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
 // +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 
 // The webhooks read APIGateways (the host+path index), Namespace metadata
@@ -88,9 +95,9 @@ func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[
 // the same hosts and paths and the backend Services' ports, and calls
 // Validate.
 type Validator struct {
-	// Gateways lists APIGateways by HostPathIndex: the manager's client,
-	// which reads the indexed cache.
-	Gateways client.Reader
+	// Gateways finds the APIGateways that serve a host and path: the
+	// cache's HostPathIndex (IndexGateways).
+	Gateways GatewayFinder
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter
@@ -135,18 +142,14 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 // of gw's host+path pairs: one index lookup per pair, never a scan.
 func (v *Validator) servingGateways(ctx context.Context, namespace string, gw *v1.APIGateway) ([]v1.APIGateway, error) {
 	var others []v1.APIGateway
-	found := map[string]bool{gw.Name: true}
 	for _, key := range HostPathKeys(gw) {
-		var list v1.APIGatewayList
-		err := v.Gateways.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{HostPathIndex: key},
-			// Read only, and a match is copied below if kept.
-			client.UnsafeDisableDeepCopy)
+		serving, err := v.Gateways.Serving(ctx, namespace, key)
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range list.Items {
-			if !found[o.Name] {
-				found[o.Name] = true
+		for _, o := range serving {
+			// The cache's copy is shared: a match is copied.
+			if o.Name != gw.Name && !slices.ContainsFunc(others, func(k v1.APIGateway) bool { return k.Name == o.Name }) {
 				others = append(others, *o.DeepCopy())
 			}
 		}

@@ -1,8 +1,15 @@
 package webhooks
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -66,5 +73,64 @@ func BenchmarkHostPathKeys(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		HostPathKeys(gw)
+	}
+}
+
+// namespaceStub is a Namespace cache that knows every namespace, without
+// an annotation, at the cost of a map read.
+type namespaceStub struct{ client.Reader }
+
+func (namespaceStub) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return nil
+}
+
+// benchRequest is a create of a 10-route gateway as the API server sends
+// it to the webhooks; defaulted selects the validating webhook's copy.
+func benchRequest(b *testing.B, defaulted bool) admission.Request {
+	gw := benchGateway(10)
+	if defaulted {
+		Default(gw, testDefaults)
+	}
+	gw.APIVersion, gw.Kind, gw.Namespace = v1.GroupVersion.String(), apiGatewayKind, "default"
+	raw, err := json.Marshal(gw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "u", Operation: admissionv1.Create, Namespace: "default", Name: gw.Name,
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+// BenchmarkMutatingHandler is the mutating webhook's whole work on one
+// request, from the raw object to the patch.
+func BenchmarkMutatingHandler(b *testing.B) {
+	h := mutatingHandler{&Defaulter{Namespaces: namespaceStub{}, Defaults: testDefaults}}
+	req := benchRequest(b, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := h.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
+			b.Fatalf("%+v", resp.Result)
+		}
+	}
+}
+
+// BenchmarkValidatingHandler is the validating webhook's whole work on one
+// request, with an index of 10,000 other gateways.
+func BenchmarkValidatingHandler(b *testing.B) {
+	var others []*v1.APIGateway
+	for i := range 10000 {
+		gw := benchGateway(1)
+		Default(gw, testDefaults)
+		gw.Name, gw.Spec.Routes[0].Path = fmt.Sprintf("gw-%d", i), fmt.Sprintf("/other-%d/", i)
+		others = append(others, gw)
+	}
+	h := validatingHandler{&Validator{Gateways: testFinder(b, others...)}}
+	req := benchRequest(b, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := h.Handle(b.Context(), req); !resp.Allowed {
+			b.Fatalf("%+v", resp.Result)
+		}
 	}
 }

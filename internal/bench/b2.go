@@ -24,9 +24,11 @@ import (
 )
 
 const (
-	mutatePath   = "/mutate-example-com-v1-apigateway"
-	validatePath = "/validate-example-com-v1-apigateway"
+	mutatePath   = webhooks.MutatePath
+	validatePath = webhooks.ValidatePath
 	b2Clients    = 32
+	// b2Rounds is how many times each server is loaded, in turn.
+	b2Rounds = 6
 )
 
 // benchB2 sends AdmissionReviews (a mutate then a validate of a 10-route
@@ -56,31 +58,64 @@ func benchB2(duration time.Duration) func(context.Context, *harness) ([]row, err
 		}
 		defer stopBase()
 
-		// Warm both up (connections, caches), then measure each in turn.
-		for _, addr := range []string{h.addr, baseAddr} {
-			if _, err := load(ctx, h.https, addr, mutate, validate, time.Second); err != nil {
-				return nil, err
-			}
+		l := b2Load{https: h.https, addrs: [2]string{h.addr, baseAddr}, mutate: mutate, validate: validate}
+		// Warm both up (connections, caches), then measure.
+		if _, err := l.alternate(ctx, 1, 2*time.Second, 0); err != nil {
+			return nil, err
 		}
-		real, err := load(ctx, h.https, h.addr, mutate, validate, duration)
+		// Throughput: 32 clients, each sending as fast as it is answered.
+		full, err := l.alternate(ctx, b2Rounds, duration, 0)
 		if err != nil {
 			return nil, err
 		}
-		base, err := load(ctx, h.https, baseAddr, mutate, validate, duration)
+		real, base := full[0], full[1]
+		ratio := real.rate() / base.rate()
+		// Latency: at saturation it is 32 clients / throughput (queueing,
+		// for the allow-all server too), so it is measured again with the
+		// 32 clients offering half the allow-all server's throughput.
+		offered := base.rate() / 2
+		paced, err := l.alternate(ctx, b2Rounds/2, duration/2, offered)
 		if err != nil {
 			return nil, err
 		}
-		ratio := real.rate / base.rate
-		p99 := real.lat.percentile(0.99)
+		p99 := paced[0].lat.percentile(0.99)
 		return []row{{
 			ID:   "B2",
 			What: "mutate+validate of a 10-route create, 32 keep-alive TLS clients, straight to the webhook server",
-			Figures: fmt.Sprintf("%.0f reviews/s (%s) vs allow-all %.0f reviews/s (%s): ratio %.2f",
-				real.rate, real.lat, base.rate, base.lat, ratio),
-			Target: "ratio ≥ 0.8; p99 ≤ 5 ms",
+			Figures: fmt.Sprintf("saturated: %.0f reviews/s (%s) vs allow-all %.0f reviews/s (%s): ratio %.2f; "+
+				"at %.0f reviews/s offered: %s vs allow-all %s",
+				real.rate(), real.lat, base.rate(), base.lat, ratio, offered, paced[0].lat, paced[1].lat),
+			Target: "ratio ≥ 0.8; p99 ≤ 5 ms (at the offered load)",
 			Met:    met(ratio >= 0.8 && p99 <= 5*time.Millisecond),
 		}}, nil
 	}
+}
+
+// b2Load loads the operator's webhook server (addrs[0]) and the allow-all
+// one (addrs[1]) with the same reviews.
+type b2Load struct {
+	https            *http.Client
+	addrs            [2]string
+	mutate, validate []byte
+}
+
+// alternate loads each server for d in all, in rounds that alternate which
+// goes first, so that drift on a shared machine (another process, the GC
+// of the one before) hits both; rate is the reviews per second offered
+// (0: as many as the server answers). It returns what each server got.
+func (l b2Load) alternate(ctx context.Context, rounds int, d time.Duration, rate float64) ([2]loadResult, error) {
+	var out [2]loadResult
+	for i := range rounds {
+		for j := range 2 {
+			server := (i + j) % 2
+			got, err := load(ctx, l.https, l.addrs[server], l.mutate, l.validate, d/time.Duration(rounds), rate)
+			if err != nil {
+				return out, err
+			}
+			out[server].add(got)
+		}
+	}
+	return out, nil
 }
 
 // startAllowAll serves allow-all admission handlers on a second
@@ -114,16 +149,27 @@ func startAllowAll(ctx context.Context, h *harness) (string, func(), error) {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), stop, nil
 }
 
-// loadResult is what a load phase measured: reviews per second and each
-// review's latency.
+// loadResult is what load phases measured: reviews, the time they took and
+// each review's latency.
 type loadResult struct {
-	rate float64
-	lat  latencies
+	reviews int
+	elapsed time.Duration
+	lat     latencies
+}
+
+func (r *loadResult) rate() float64 { return float64(r.reviews) / r.elapsed.Seconds() }
+
+func (r *loadResult) add(o loadResult) {
+	r.reviews += o.reviews
+	r.elapsed += o.elapsed
+	r.lat = append(r.lat, o.lat...)
 }
 
 // load runs b2Clients clients, each sending mutate then validate to addr
-// in a loop, for d.
-func load(ctx context.Context, c *http.Client, addr string, mutate, validate []byte, d time.Duration) (loadResult, error) {
+// in a loop, for d. With rate > 0 the clients together send rate reviews
+// per second on a fixed schedule, and a review's latency counts from when
+// it was due, so a slow answer delaying the next send is not hidden.
+func load(ctx context.Context, c *http.Client, addr string, mutate, validate []byte, d time.Duration, rate float64) (loadResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -133,18 +179,28 @@ func load(ctx context.Context, c *http.Client, addr string, mutate, validate []b
 		wg    sync.WaitGroup
 	)
 	t0 := time.Now()
-	for range b2Clients {
+	var interval time.Duration // between one client's reviews
+	if rate > 0 {
+		interval = time.Duration(float64(b2Clients) / rate * float64(time.Second))
+	}
+	for client := range b2Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var mine latencies
 			var err error
+			// Clients start spread over one interval.
+			due := t0.Add(interval * time.Duration(client) / b2Clients)
 			for ctx.Err() == nil && err == nil {
 				for _, req := range []struct {
 					path string
 					body []byte
 				}{{mutatePath, mutate}, {validatePath, validate}} {
 					start := time.Now()
+					if interval > 0 {
+						time.Sleep(time.Until(due))
+						start, due = due, due.Add(interval)
+					}
 					if err = review(c, "https://"+addr+req.path, req.body); err != nil {
 						break
 					}
@@ -160,8 +216,7 @@ func load(ctx context.Context, c *http.Client, addr string, mutate, validate []b
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(t0)
-	return loadResult{rate: float64(len(all)) / elapsed.Seconds(), lat: all}, first
+	return loadResult{reviews: len(all), elapsed: time.Since(t0), lat: all}, first
 }
 
 // review posts one AdmissionReview and checks it was allowed.

@@ -28,7 +28,7 @@ func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
 	rows := flag.String("rows", "B1,B2,B3,B4,B5", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
-	duration := flag.Duration("duration", 5*time.Second, "how long each B2 load phase runs")
+	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
@@ -44,9 +44,10 @@ func main() {
 
 func run(ctx context.Context, out, profiles string, rows []string, duration time.Duration) error {
 	start := time.Now()
-	env, err := testenv.Start(testenv.Options{Webhooks: envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join("manifests", "webhook")},
-	}})
+	env, err := testenv.Start(testenv.Options{
+		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
+		ServiceClusterIPRange: "10.0.0.0/16",
+	})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,207 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// The paths the webhooks are served on; the +kubebuilder:webhook markers in
+// webhooks.go name the same.
+const (
+	MutatePath   = "/mutate-example-com-v1-apigateway"
+	ValidatePath = "/validate-example-com-v1-apigateway"
+)
+
+// Why these handlers instead of controller-runtime's generic
+// admission.WithDefaulter/WithValidator, which call the same Defaulter and
+// Validator: under load (benchmark B2) the generic ones spent most of their
+// time outside our code. Each request's object went through apimachinery's
+// universal deserializer (two full JSON passes plus a validity scan), and
+// the defaulter's patch was found by marshalling the object and diffing both
+// documents as generic JSON (gomodules.xyz/jsonpatch's CreatePatch). Here
+// the object is decoded once, with encoding/json/v2's implementation (about
+// three times faster on a 10-route gateway), and the patch is built from the
+// handful of fields Default can set. The request, response and error
+// handling around them is controller-runtime's admission.Webhook as before.
+
+// mutatingHandler serves the mutating webhook.
+type mutatingHandler struct {
+	defaulter admission.Defaulter[*v1.APIGateway]
+}
+
+var _ admission.Handler = mutatingHandler{}
+
+// Handle decodes the object, defaults it and answers with a JSON patch of
+// exactly what changed.
+func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	switch req.Operation {
+	case admissionv1.Delete, admissionv1.Connect:
+		return admission.Allowed("")
+	}
+	gw, err := decodeGateway(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	before := gw.Spec.DeepCopy()
+	if err := h.defaulter.Default(admission.NewContextWithRequest(ctx, req), gw); err != nil {
+		return denial(nil, err)
+	}
+	patch, ok := defaultingPatch(before, &gw.Spec)
+	if !ok {
+		return diffPatch(req.Object.Raw, gw)
+	}
+	if len(patch) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Patched("", patch...)
+}
+
+// defaultingPatch returns the JSON patch that turns before into after, where
+// after is before defaulted by Default: it compares only the fields Default
+// sets (TestDefaultingPatchMatchesDefault keeps the two in step). It
+// returns false when the request's JSON may lack the objects the patch
+// would address (no spec, or a route that decoded from null), for which
+// the caller diffs whole documents instead.
+func defaultingPatch(before, after *v1.APIGatewaySpec) ([]jsonpatch.Operation, bool) {
+	if len(before.Routes) == 0 && before.Image == "" && before.Replicas == nil {
+		return nil, false
+	}
+	ops := make([]jsonpatch.Operation, 0, 2)
+	// "add" also replaces a member that is present but empty or null.
+	add := func(path string, value any) { ops = append(ops, jsonpatch.NewOperation("add", path, value)) }
+	if before.Image != after.Image {
+		add("/spec/image", after.Image)
+	}
+	if before.Replicas == nil && after.Replicas != nil {
+		add("/spec/replicas", *after.Replicas)
+	}
+	for i := range before.Routes {
+		b, a := &before.Routes[i], &after.Routes[i]
+		if *b == (v1.Route{}) {
+			return nil, false
+		}
+		prefix := "/spec/routes/" + strconv.Itoa(i)
+		if b.Host != a.Host {
+			ops = append(ops, jsonpatch.NewOperation("replace", prefix+"/host", a.Host))
+		}
+		if b.Path != a.Path {
+			add(prefix+"/path", a.Path)
+		}
+		if b.PathType != a.PathType {
+			add(prefix+"/pathType", a.PathType)
+		}
+	}
+	for i := range before.TLS {
+		for j, host := range before.TLS[i].Hosts {
+			if host != after.TLS[i].Hosts[j] {
+				path := "/spec/tls/" + strconv.Itoa(i) + "/hosts/" + strconv.Itoa(j)
+				ops = append(ops, jsonpatch.NewOperation("replace", path, after.TLS[i].Hosts[j]))
+			}
+		}
+	}
+	return ops, true
+}
+
+// diffPatch is the patch from raw to gw found by comparing the documents:
+// slower, but right for any shape of input.
+func diffPatch(raw []byte, gw *v1.APIGateway) admission.Response {
+	current, err := json.Marshal(gw)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(raw, current)
+}
+
+// validatingHandler serves the validating webhook.
+type validatingHandler struct {
+	validator admission.Validator[*v1.APIGateway]
+}
+
+var _ admission.Handler = validatingHandler{}
+
+// Handle decodes the object (and the old one on update) and validates it.
+func (h validatingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ctx = admission.NewContextWithRequest(ctx, req)
+	var (
+		warnings admission.Warnings
+		err      error
+	)
+	switch req.Operation {
+	case admissionv1.Connect:
+		return admission.Allowed("")
+	case admissionv1.Create:
+		gw, decodeErr := decodeGateway(req.Object.Raw)
+		if decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, decodeErr)
+		}
+		warnings, err = h.validator.ValidateCreate(ctx, gw)
+	case admissionv1.Update:
+		gw, decodeErr := decodeGateway(req.Object.Raw)
+		if decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, decodeErr)
+		}
+		old, decodeErr := decodeGateway(req.OldObject.Raw)
+		if decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", decodeErr))
+		}
+		warnings, err = h.validator.ValidateUpdate(ctx, old, gw)
+	case admissionv1.Delete:
+		// The API server sends the object being deleted as the old object.
+		old, decodeErr := decodeGateway(req.OldObject.Raw)
+		if decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, decodeErr)
+		}
+		warnings, err = h.validator.ValidateDelete(ctx, old)
+	default:
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
+	}
+	if err != nil {
+		return denial(warnings, err)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// denial answers with err's status (Invalid carries the field causes kubectl
+// prints), or a plain denial for an error without one.
+func denial(warnings admission.Warnings, err error) admission.Response {
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		status := apiStatus.Status()
+		resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Result: &status}}
+		return resp.WithWarnings(warnings...)
+	}
+	return admission.Denied(err.Error()).WithWarnings(warnings...)
+}
+
+// decodeGateway decodes an APIGateway as an AdmissionReview carries it. The
+// object may leave out apiVersion and kind (they are then the v1
+// APIGateway's), but may not name another type: with matchPolicy
+// Equivalent the API server sends v1 whatever version the client wrote.
+func decodeGateway(raw []byte) (*v1.APIGateway, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("there is no content to decode")
+	}
+	gw := &v1.APIGateway{}
+	if err := jsonv2.Unmarshal(raw, gw); err != nil {
+		return nil, fmt.Errorf("decoding the APIGateway: %w", err)
+	}
+	if (gw.APIVersion != "" && gw.APIVersion != v1.GroupVersion.String()) || (gw.Kind != "" && gw.Kind != apiGatewayKind) {
+		return nil, fmt.Errorf("expected an APIGateway of %s, got apiVersion %q, kind %q",
+			v1.GroupVersion, gw.APIVersion, gw.Kind)
+	}
+	return gw, nil
+}
+
+const apiGatewayKind = "APIGateway"
