@@ -41,7 +41,7 @@ import (
 // These tests run the real kube-apiserver against the operator's webhook
 // server: the CRD converts through it (envtest points the CRD's conversion
 // webhook at the local server; IgnoreSchemeConvertible because our types
-// convert through a hub/spoke converter, not Hub/Convertible methods) and
+// convert through our own handler, not Hub/Convertible methods) and
 // the admission webhooks from manifests/webhook are installed beside it, so
 // v1alpha1 writes take the same path as in a cluster.
 
@@ -341,7 +341,9 @@ func causeFields(t *testing.T, err error) []string {
 func TestListsInBothVersions(t *testing.T) {
 	startWebhooks(t)
 	ctx, ns := t.Context(), newNamespace(t)
-	const n = 12
+	// More than the handler converts on the request's goroutine (64), so
+	// the API server reads a review converted in parallel.
+	const n = 70
 	for i := range n {
 		name, host := fmt.Sprintf("gw-%02d", i), fmt.Sprintf("h%d.example.com", i)
 		if i%2 == 0 {
@@ -422,14 +424,21 @@ func TestConversionEndpointSurvivesBadInput(t *testing.T) {
 	code, _ := post("{not json")
 	assert.Equal(t, http.StatusBadRequest, code)
 
-	for desired, object := range map[string]string{
-		"example.com/v9": `{"apiVersion":"example.com/v1alpha1","kind":"APIGateway","metadata":{"name":"x"}}`,
-		"example.com/v1": `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`,
+	for desired, tc := range map[string]struct{ object, message string }{
+		"example.com/v9": {
+			object:  `{"apiVersion":"example.com/v1alpha1","kind":"APIGateway","metadata":{"name":"x"}}`,
+			message: `cannot convert to desiredAPIVersion "example.com/v9"`,
+		},
+		"example.com/v1": {
+			object:  `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`,
+			message: `objects[0] (x): apiVersion "v1", kind "Secret" is not an APIGateway`,
+		},
 	} {
-		code, out := post(request(desired, object))
+		code, out := post(request(desired, tc.object))
 		require.Equal(t, http.StatusOK, code)
 		assert.Equal(t, metav1.StatusFailure, out.Response.Result.Status)
-		assert.Contains(t, out.Response.Result.Message, "is registered for version")
+		assert.Equal(t, "u1", string(out.Response.UID))
+		assert.Contains(t, out.Response.Result.Message, tc.message)
 	}
 
 	require.NoError(t, env.Client.Create(ctx, richGateway(ns, "after", "after.example.com")))

@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/conversion"
 )
 
@@ -68,7 +67,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	srv.Register(ValidatePath, &admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Services: services}},
 	}})
-	return ctrl.NewWebhookManagedBy(mgr, &v1.APIGateway{}).WithConverter(conversion.NewConverter).Complete()
+	srv.Register(ConvertPath, conversion.NewWebhookHandler())
+	return nil
 }
 
 // ConvertPath is where the CRD's conversion webhook is served

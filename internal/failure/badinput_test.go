@@ -30,17 +30,14 @@ func TestBadBodiesOnEveryEndpoint(t *testing.T) {
 	huge := `{"x":"` + strings.Repeat("a", 8<<20) + `"}`
 
 	// want is how a bad body must be answered: denied with code for the
-	// admission endpoints, or HTTP code / a failed ConversionReview for
-	// the conversion endpoint.
+	// admission endpoints, or HTTP code with a message / a failed
+	// ConversionReview for the conversion endpoint.
 	type want struct {
 		code      int
 		failedCRV bool
-		noObjects bool
 	}
-	// An AdmissionReview decodes as a ConversionReview with a request and
-	// no objects (controller-runtime does not check the review's kind):
-	// the answer converts nothing, so nothing wrong can be stored.
-	convertsNothing := want{code: 200, noObjects: true}
+	// The conversion endpoint checks the review's kind.
+	notAConversionReview := want{code: 400}
 	tests := map[string]struct {
 		body                  string
 		mutate, validate, cnv want
@@ -54,9 +51,9 @@ func TestBadBodiesOnEveryEndpoint(t *testing.T) {
 		"a ConversionReview to the admission endpoints": {body: string(goodConversion),
 			mutate: want{code: 400}, validate: want{code: 400}, cnv: want{code: 200}}, // it is the good one
 		"an AdmissionReview to the conversion endpoint": {body: string(goodAdmission),
-			mutate: want{code: 200}, validate: want{code: 200}, cnv: convertsNothing},
+			mutate: want{code: 200}, validate: want{code: 200}, cnv: notAConversionReview},
 		"a review of a Pod": {body: strings.Replace(string(goodAdmission), string(mustRawObject(t, goodAdmission)), pod, 1),
-			mutate: want{code: 400}, validate: want{code: 400}, cnv: convertsNothing},
+			mutate: want{code: 400}, validate: want{code: 400}, cnv: notAConversionReview},
 		"a Pod to convert": {body: string(conversionReview(t, "pod", "example.com/v1alpha1", []byte(pod))),
 			mutate: want{code: 400}, validate: want{code: 400}, cnv: want{code: 200, failedCRV: true}},
 		"oversized": {body: huge,
@@ -72,10 +69,7 @@ func TestBadBodiesOnEveryEndpoint(t *testing.T) {
 				require.NoError(t, err, "%s stopped answering", path)
 				assert.True(t, resp.Allowed, "%s: %+v", path, resp.Result)
 			}
-			converted := assertConversionAnswer(t, srv, []byte(tc.body), tc.cnv.code, tc.cnv.failedCRV)
-			if tc.cnv.noObjects {
-				assert.Zero(t, converted)
-			}
+			assertConversionAnswer(t, srv, []byte(tc.body), tc.cnv.code, tc.cnv.failedCRV)
 			assert.Equal(t, 1, assertConversionAnswer(t, srv, goodConversion, http.StatusOK, false))
 		})
 	}
@@ -107,6 +101,7 @@ func assertConversionAnswer(t *testing.T, srv *webhookServer, body []byte, code 
 	require.NoError(t, err)
 	require.Equal(t, code, got, "convert: %.200s", out)
 	if code != http.StatusOK {
+		assert.NotEmpty(t, strings.TrimSpace(string(out)), "convert: a %d must say why", code)
 		return 0
 	}
 	review := &apiextensionsv1.ConversionReview{}

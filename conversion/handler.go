@@ -1,0 +1,199 @@
+package conversion
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1alpha1"
+)
+
+// MaxRequestBytes is the largest ConversionReview body the handler reads;
+// a larger one is answered 413. The API server converts a whole LIST in one
+// review, so the limit must hold every object of the largest list the
+// cluster serves: 128 MiB is some 80,000 gateways of 1.5 kB.
+const MaxRequestBytes = 128 << 20
+
+// The apiVersion and kind of the ConversionReviews the handler answers; the
+// CRD asks for conversionReviewVersions [v1] only.
+const (
+	reviewAPIVersion = "apiextensions.k8s.io/v1"
+	reviewKind       = "ConversionReview"
+	gatewayKind      = "APIGateway"
+)
+
+var (
+	v1APIVersion       = v1.GroupVersion.String()
+	v1alpha1APIVersion = v1alpha1.GroupVersion.String()
+)
+
+// parallelThreshold is the number of objects from which a review is
+// converted on all CPUs; a smaller one (a GET, a write) stays on the
+// request's goroutine, where starting workers would cost more than it saves.
+const parallelThreshold = 64
+
+var log = logf.Log.WithName("conversion-webhook")
+
+// NewWebhookHandler returns the http.Handler that serves the CRD's
+// conversion webhook (apiextensions.k8s.io/v1 ConversionReview) at /convert.
+// See the package documentation for why it replaces controller-runtime's.
+func NewWebhookHandler() http.Handler {
+	return &handler{maxBytes: MaxRequestBytes, converters: converters}
+}
+
+// reviewDecodeOptions skip the check for duplicate member names while
+// the review is read: decoding each object checks its own members (and
+// names the object when that fails), and checking them twice would cost a
+// map of names per JSON object of the review on the one goroutine that
+// reads it all.
+var reviewDecodeOptions = jsontext.AllowDuplicateNames(true)
+
+// handler converts ConversionReviews with converters; maxBytes bounds the
+// request body. Both are fields so that tests can shrink the one and break
+// the other.
+type handler struct {
+	maxBytes   int64
+	converters []*converter
+}
+
+// reviewIn is an apiextensionsv1.ConversionReview as the API server sends it,
+// with the objects kept raw: each is decoded once, straight into its Go
+// type, instead of into a RawExtension and again through a scheme.
+type reviewIn struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Request    *reviewRequest `json:"request"`
+}
+
+// reviewRequest is apiextensionsv1.ConversionRequest with raw objects.
+type reviewRequest struct {
+	UID               types.UID        `json:"uid"`
+	DesiredAPIVersion string           `json:"desiredAPIVersion"`
+	Objects           []jsontext.Value `json:"objects"`
+}
+
+// ServeHTTP implements http.Handler.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "a ConversionReview must be POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, status, err := readBody(w, r, h.maxBytes)
+	if err == nil {
+		status = http.StatusBadRequest
+		var req *reviewRequest
+		if req, err = decodeReview(body); err == nil {
+			writeReview(w, req.UID, convertRequest(h.converters, req))
+			return
+		}
+	}
+	log.Error(err, "Rejecting a conversion request", "status", status)
+	http.Error(w, err.Error(), status)
+}
+
+// readBody reads the whole request body, up to limit bytes, and returns the
+// HTTP status for its error.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
+	tooLarge := fmt.Errorf("the ConversionReview is larger than the limit of %d bytes", limit)
+	if r.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		// One allocation: ReadFrom wants MinRead spare bytes to see EOF.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	}
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the ConversionReview: %w", err)
+	}
+	return buf.Bytes(), http.StatusOK, nil
+}
+
+// decodeReview decodes a ConversionReview body and returns its request.
+func decodeReview(body []byte) (*reviewRequest, error) {
+	var rv reviewIn
+	if err := json.Unmarshal(body, &rv, reviewDecodeOptions); err != nil {
+		return nil, fmt.Errorf("decoding the ConversionReview: %w", err)
+	}
+	if rv.APIVersion != reviewAPIVersion || rv.Kind != reviewKind {
+		return nil, fmt.Errorf("expected a %s %s, got apiVersion %q, kind %q", reviewAPIVersion, reviewKind, rv.APIVersion, rv.Kind)
+	}
+	if rv.Request == nil {
+		return nil, errors.New("the ConversionReview has no request")
+	}
+	return rv.Request, nil
+}
+
+// writeReview writes the ConversionReview that answers the request uid
+// with out. It assembles the JSON itself: the converted objects are JSON
+// already, and encoding them through a struct would validate and copy
+// every one of them again.
+func writeReview(w http.ResponseWriter, uid types.UID, out converted) {
+	result := successResult
+	if out.err != nil {
+		log.Error(out.err, "Failing a conversion request", "uid", uid)
+		out.runs = nil
+		result = failureResult(out.err)
+	}
+	// The uid was decoded as valid UTF-8, so quoting it cannot fail.
+	head, _ := jsontext.AppendQuote([]byte(`{"apiVersion":"`+reviewAPIVersion+`","kind":"`+reviewKind+`","response":{"uid":`), uid)
+	head = append(head, `,"convertedObjects":[`...)
+	tail := append(append([]byte(`],"result":`), result...), "}}\n"...)
+
+	size := len(head) + max(len(out.runs)-1, 0) + len(tail)
+	for _, run := range out.runs {
+		size += len(run)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	var err error
+	write := func(p []byte) {
+		if err == nil {
+			_, err = w.Write(p)
+		}
+	}
+	write(head)
+	for i, run := range out.runs {
+		if i > 0 {
+			write([]byte{','})
+		}
+		write(run)
+	}
+	write(tail)
+	if err != nil {
+		log.Error(err, "Writing the conversion response", "uid", uid)
+	}
+}
+
+// successResult is the encoded result of a successful conversion, the
+// same for every request.
+var successResult = mustMarshal(metav1.Status{Status: metav1.StatusSuccess})
+
+// failureResult is the encoded result of a failed conversion. Encoding a
+// Status cannot fail: encodeOptions replace invalid UTF-8.
+func failureResult(err error) []byte {
+	return mustMarshal(metav1.Status{Status: metav1.StatusFailure, Message: err.Error()})
+}
+
+// mustMarshal encodes a value that cannot fail to encode.
+func mustMarshal(v any) []byte {
+	out, err := json.Marshal(v, encodeOptions)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
