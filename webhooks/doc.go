@@ -9,8 +9,11 @@
 // returns all errors with their field paths, plus warnings. Defaulter and
 // Validator only gather what those functions need: the namespace's
 // annotation from a metadata-only cache, the gateways that already serve a
-// host and path from a cache field index (HostPathIndex), and backend
-// Service ports from a slim Service cache of their own.
+// host and path from an index on the APIGateway informer (HostPathIndex),
+// and backend Service ports from a slim Service cache of their own. The
+// HTTP side is controller-runtime's admission.Webhook; the handlers in
+// handlers.go decode each object once and build the defaulting patch
+// directly (see there for the measurements behind that).
 //
 // The mutating webhook fails open and the validating one fails closed: an
 // object the defaulter never saw is rejected for its missing image or

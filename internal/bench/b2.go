@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,13 +12,10 @@ import (
 	"sync"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -41,13 +37,13 @@ func benchB2(duration time.Duration) func(context.Context, *harness) ([]row, err
 		}
 		raw := benchGateway("b2", "gw", "/b2-", 10)
 		raw.Spec.Image, raw.Spec.Replicas = "", nil // for the defaulter to fill in
-		mutate, err := admissionReview(raw)
+		mutate, err := testenv.AdmissionReview("b2", raw)
 		if err != nil {
 			return nil, err
 		}
 		defaulted := raw.DeepCopy()
 		webhooks.Default(defaulted, webhooks.Defaults{Image: image, Replicas: 1})
-		validate, err := admissionReview(defaulted)
+		validate, err := testenv.AdmissionReview("b2", defaulted)
 		if err != nil {
 			return nil, err
 		}
@@ -234,26 +230,4 @@ func review(c *http.Client, url string, body []byte) error {
 		return fmt.Errorf("%s: HTTP %d: %.300s", url, res.StatusCode, out)
 	}
 	return nil
-}
-
-// admissionReview is a create of gw as the API server sends it.
-func admissionReview(gw *v1.APIGateway) ([]byte, error) {
-	gw = gw.DeepCopy()
-	gw.APIVersion, gw.Kind = v1.GroupVersion.String(), "APIGateway"
-	raw, err := json.Marshal(gw)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       "b2",
-			Kind:      metav1.GroupVersionKind{Group: v1.GroupVersion.Group, Version: "v1", Kind: "APIGateway"},
-			Resource:  metav1.GroupVersionResource{Group: v1.GroupVersion.Group, Version: "v1", Resource: "apigateways"},
-			Name:      gw.Name,
-			Namespace: gw.Namespace,
-			Operation: admissionv1.Create,
-			Object:    runtime.RawExtension{Raw: raw},
-		},
-	})
 }

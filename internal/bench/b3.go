@@ -10,14 +10,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/internal/testenv"
 )
 
 const (
@@ -139,7 +138,7 @@ func (h *harness) conversionReviewCost(ctx context.Context) (float64, error) {
 	if err := h.client.List(ctx, list, client.InNamespace(bigNamespace), client.Limit(reviewObjects)); err != nil {
 		return 0, err
 	}
-	objects := make([]runtime.RawExtension, len(list.Items))
+	objects := make([][]byte, len(list.Items))
 	for i := range list.Items {
 		gw := &list.Items[i]
 		gw.APIVersion, gw.Kind = v1.GroupVersion.String(), "APIGateway"
@@ -147,12 +146,9 @@ func (h *harness) conversionReviewCost(ctx context.Context) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		objects[i] = runtime.RawExtension{Raw: raw}
+		objects[i] = raw
 	}
-	body, err := json.Marshal(apiextensionsv1.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
-		Request:  &apiextensionsv1.ConversionRequest{UID: "b3", DesiredAPIVersion: v1alpha1.GroupVersion.String(), Objects: objects},
-	})
+	body, err := testenv.ConversionReview("b3", v1alpha1.GroupVersion.String(), objects...)
 	if err != nil {
 		return 0, err
 	}

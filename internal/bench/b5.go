@@ -1,25 +1,30 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/controller"
 )
 
 const (
@@ -29,66 +34,255 @@ const (
 	b5Idle     = 30 * time.Second
 )
 
-// benchB5 creates b5Gateways gateways at once and times the reconciler (in a
-// manager of its own, as main builds it) until every one has its four
-// children and a status for its current generation; then counts the
-// operator's writes in a 30 s idle window.
-func benchB5(ctx context.Context, h *harness) ([]row, error) {
-	var writes atomic.Int64
-	cfg := rest.CopyConfig(h.config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes} }
-	opts := h.env.ManagerOptions()
-	opts.WebhookServer = webhook.NewServer(webhook.Options{Port: -1})
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
+// benchB5 runs the operator binary as its own process, as a cluster runs
+// it, creates b5Gateways gateways at once and times it until every one has
+// its four children and a status for its current generation. Then it counts,
+// at the API server, the writes to the kinds the operator writes during a
+// 30 s idle window, and reads the operator's peak RSS and CPU time.
+func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
+	return func(ctx context.Context, h *harness) ([]row, error) {
+		if err := h.namespace(ctx, "b5"); err != nil {
+			return nil, err
+		}
+		proc, err := startOperator(ctx, h, operator)
+		if err != nil {
+			return nil, err
+		}
+		defer proc.stop()
+		rssBefore := proc.status("VmRSS")
+
+		t0 := time.Now()
+		if err := h.createMany(ctx, "b5", b5Gateways, 16); err != nil {
+			return nil, err
+		}
+		if err := h.waitAllReconciled(ctx, "b5", b5Gateways); err != nil {
+			return nil, fmt.Errorf("%w (operator log: %s)", err, proc.log)
+		}
+		took := time.Since(t0)
+		cpu := proc.cpu()
+
+		idleFrom, err := h.writes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-time.After(b5Idle):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		idleTo, err := h.writes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		idleWrites := idleTo - idleFrom
+		if err := h.checkWriteCount(ctx, idleTo); err != nil {
+			return nil, err
+		}
+		return []row{{
+			ID:   "B5",
+			What: fmt.Sprintf("%d gateways created at once until all have four children and a current observedGeneration (the operator binary in its own process)", b5Gateways),
+			Figures: fmt.Sprintf("%.1f s (%.0f gateways/s), operator CPU %.1f s; %.0f writes to APIGateways and their children's kinds in a 30 s idle window (counted by the API server); operator RSS %s when ready, peak %s",
+				took.Seconds(), b5Gateways/took.Seconds(), cpu.Seconds(), idleWrites, rssBefore, proc.status("VmHWM")),
+			Target: "wall time reported; 0 idle writes; peak RSS reported",
+			Met:    met(idleWrites == 0),
+		}}, nil
+	}
+}
+
+// operatorProcess is the operator binary running under the bench.
+type operatorProcess struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// startOperator starts the operator with the certificate of the envtest
+// webhook configurations (files mode: nothing injected, no bundle checks),
+// no leader election and no metrics endpoint, and waits until it is
+// ready. Its log goes to bin/bench-operator.log.
+func startOperator(ctx context.Context, h *harness, binary string) (*operatorProcess, error) {
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, MaxConcurrentReconciles: 4}); err != nil {
+	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	logPath, err := filepath.Abs(filepath.Join("bin", "bench-operator.log"))
+	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			logf("the operator stopped with an error: %v", err)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(binary,
+		"--kubeconfig="+h.env.Kubeconfig,
+		"--cert-mode=files", "--cert-dir="+h.env.Webhooks.LocalServingCertDir,
+		"--cert-mutating-webhook-configuration=", "--cert-validating-webhook-configuration=", "--cert-crd=",
+		"--webhook-port="+strconv.Itoa(ports[0]), "--metrics-bind-address=0", "--health-probe-bind-address="+probe,
+		"--leader-elect=false", "--default-gateway-image="+image, "--max-concurrent-reconciles=4")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s (run `make build`): %w", binary, err)
+	}
+	p := &operatorProcess{cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	if err := p.waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *operatorProcess) waitReady(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-p.done:
+			return false, fmt.Errorf("the operator exited: %v (log: %s)", err, p.log)
+		default:
 		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("operator caches did not sync")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the operator to be ready: %w (log: %s)", err, p.log)
 	}
-	if err := h.namespace(ctx, "b5"); err != nil {
-		return nil, err
-	}
-	rssBefore := procStatus("VmRSS")
+	return nil
+}
 
-	t0 := time.Now()
-	if err := h.createMany(ctx, "b5", b5Gateways, 16); err != nil {
-		return nil, err
-	}
-	if err := h.waitAllReconciled(ctx, "b5", b5Gateways); err != nil {
-		return nil, err
-	}
-	took := time.Since(t0)
-
-	idleFrom := writes.Load()
-	idle := time.NewTimer(b5Idle)
+// stop sends SIGTERM, as the kubelet does, and waits for the process.
+func (p *operatorProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-idle.C:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-p.done:
+	case <-time.After(45 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
-	idleWrites := writes.Load() - idleFrom
-	return []row{{
-		ID:   "B5",
-		What: fmt.Sprintf("%d gateways created at once until all have four children and a current observedGeneration", b5Gateways),
-		Figures: fmt.Sprintf("%.1f s (%.0f gateways/s); %d writes in a 30 s idle window; bench process RSS %s before, peak %s (operator in-process beside the webhooks and the load generator)",
-			took.Seconds(), b5Gateways/took.Seconds(), idleWrites, rssBefore, procStatus("VmHWM")),
-		Target: "wall time reported; 0 idle writes; peak RSS reported",
-		Met:    met(idleWrites == 0),
-	}}, nil
+}
+
+// status is a field of the process's /proc status (VmRSS, VmHWM).
+func (p *operatorProcess) status(field string) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// cpu is the user and system CPU time the process has used so far.
+func (p *operatorProcess) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.Atoi(fields[11])
+	stime, _ := strconv.Atoi(fields[12])
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// writtenResources are the kinds the operator writes: gateways' status,
+// their four children and events.
+var writtenResources = map[string]bool{
+	"apigateways": true, "configmaps": true, "deployments": true, "services": true, "ingresses": true, "events": true,
+}
+
+// writes is the API server's count of requests that change objects of the
+// kinds the operator writes, from anyone: while the bench is idle, only
+// the operator could make them.
+func (h *harness) writes(ctx context.Context) (float64, error) {
+	cs, err := kubernetes.NewForConfig(h.config)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	var total float64
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		sample, isRequests := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
+		labels, value, ok := strings.Cut(sample, "} ")
+		if !isRequests || !ok || !writtenResources[label(labels, "resource")] {
+			continue
+		}
+		switch label(labels, "verb") {
+		case "GET", "LIST", "WATCH":
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	if total == 0 {
+		return 0, errors.New("the API server's metrics count no write to the operator's kinds: the metric changed?")
+	}
+	return total, sc.Err()
+}
+
+// checkWriteCount makes one write of a counted kind and fails unless the
+// count, last read as before, sees it: a count of 0 must mean no write.
+func (h *harness) checkWriteCount(ctx context.Context, before float64) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b5", Name: "write-count-check"}}
+	if err := h.client.Create(ctx, cm); err != nil {
+		return err
+	}
+	after, err := h.writes(ctx)
+	if err != nil {
+		return err
+	}
+	if after < before+1 {
+		return fmt.Errorf("the API server's write count missed a ConfigMap create (%.0f before, %.0f after)", before, after)
+	}
+	return nil
+}
+
+// label is the value of name in a Prometheus label set a="x",b="y".
+func label(labels, name string) string {
+	_, rest, ok := strings.Cut(","+labels, ","+name+`="`)
+	if !ok {
+		return ""
+	}
+	value, _, _ := strings.Cut(rest, `"`)
+	return value
 }
 
 // waitAllReconciled waits (up to 5 minutes) until ns holds count of each
@@ -111,7 +305,7 @@ func (h *harness) waitAllReconciled(ctx context.Context, ns string, count int) e
 			if err := h.client.List(ctx, l, in); err != nil {
 				return false, err
 			}
-			if n := meta2(l); n < count {
+			if n := children(l); n < count {
 				progress(fmt.Sprintf("%d of %d %T", n, count, l))
 				return false, nil
 			}
@@ -135,7 +329,9 @@ func (h *harness) waitAllReconciled(ctx context.Context, ns string, count int) e
 	return nil
 }
 
-func meta2(l client.ObjectList) int {
+// children counts the gateways' children in a list: every item, except
+// ConfigMaps other than the gateways' (kube-root-ca.crt).
+func children(l client.ObjectList) int {
 	switch l := l.(type) {
 	case *corev1.ConfigMapList:
 		n := 0
@@ -153,33 +349,4 @@ func meta2(l client.ObjectList) int {
 		return len(l.Items)
 	}
 	return -1
-}
-
-// writeCounter counts the requests that are not reads.
-type writeCounter struct {
-	next http.RoundTripper
-	n    *atomic.Int64
-}
-
-func (w writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
-		w.n.Add(1)
-	}
-	return w.next.RoundTrip(req)
-}
-
-// procStatus is a field of /proc/self/status (VmRSS, VmHWM).
-func procStatus(field string) string {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }

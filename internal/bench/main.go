@@ -28,13 +28,14 @@ func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
 	rows := flag.String("rows", "B1,B2,B3,B4,B5", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
+	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5 runs (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
 	// The whole run must stay under make bench's 15 minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
-	err := run(ctx, *out, *profiles, strings.Split(*rows, ","), *duration)
+	err := run(ctx, config{out: *out, profiles: *profiles, rows: strings.Split(*rows, ","), duration: *duration, operator: *operator})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -42,7 +43,14 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, out, profiles string, rows []string, duration time.Duration) error {
+// config is what the flags chose.
+type config struct {
+	out, profiles, operator string
+	rows                    []string
+	duration                time.Duration
+}
+
+func run(ctx context.Context, c config) error {
 	start := time.Now()
 	env, err := testenv.Start(testenv.Options{
 		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
@@ -59,7 +67,7 @@ func run(ctx context.Context, out, profiles string, rows []string, duration time
 	defer h.stop()
 
 	want := map[string]bool{}
-	for _, r := range rows {
+	for _, r := range c.rows {
 		want[strings.TrimSpace(r)] = true
 	}
 	var table []row
@@ -70,7 +78,7 @@ func run(ctx context.Context, out, profiles string, rows []string, duration time
 		id  string
 		run func(context.Context, *harness) ([]row, error)
 	}{
-		{"B2", benchB2(duration)}, {"B5", benchB5}, {"B1", benchB1}, {"B4", benchB4}, {"B3", benchB3},
+		{"B2", benchB2(c.duration)}, {"B5", benchB5(c.operator)}, {"B1", benchB1}, {"B4", benchB4}, {"B3", benchB3},
 	}
 	for _, s := range steps {
 		if !want[s.id] {
@@ -78,7 +86,7 @@ func run(ctx context.Context, out, profiles string, rows []string, duration time
 		}
 		fmt.Fprintf(os.Stderr, "bench: running %s\n", s.id)
 		t0 := time.Now()
-		stopProfile, err := startProfile(profiles, s.id)
+		stopProfile, err := startProfile(c.profiles, s.id)
 		if err != nil {
 			return err
 		}
@@ -92,10 +100,10 @@ func run(ctx context.Context, out, profiles string, rows []string, duration time
 	}
 	md := markdown(table, time.Since(start))
 	fmt.Print(md)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(out, []byte(md), 0o644)
+	return os.WriteFile(c.out, []byte(md), 0o644)
 }
 
 // startProfile writes a CPU profile of the whole process (operator,

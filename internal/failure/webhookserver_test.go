@@ -15,16 +15,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -131,22 +128,7 @@ func (e *httpError) Error() string { return "HTTP " + strconv.Itoa(e.code) + ": 
 // admissionReview is a create of gw as the API server sends it.
 func admissionReview(t testing.TB, uid string, gw *v1.APIGateway) []byte {
 	t.Helper()
-	gw = gw.DeepCopy()
-	gw.APIVersion, gw.Kind = v1.GroupVersion.String(), "APIGateway"
-	raw, err := json.Marshal(gw)
-	require.NoError(t, err)
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID(uid),
-			Kind:      metav1.GroupVersionKind{Group: v1.GroupVersion.Group, Version: "v1", Kind: "APIGateway"},
-			Resource:  metav1.GroupVersionResource{Group: v1.GroupVersion.Group, Version: "v1", Resource: "apigateways"},
-			Name:      gw.Name,
-			Namespace: gw.Namespace,
-			Operation: admissionv1.Create,
-			Object:    runtime.RawExtension{Raw: raw},
-		},
-	})
+	body, err := testenv.AdmissionReview(uid, gw)
 	require.NoError(t, err)
 	return body
 }
@@ -154,14 +136,7 @@ func admissionReview(t testing.TB, uid string, gw *v1.APIGateway) []byte {
 // conversionReview asks to convert objects to desired.
 func conversionReview(t testing.TB, uid, desired string, objects ...[]byte) []byte {
 	t.Helper()
-	raw := make([]runtime.RawExtension, len(objects))
-	for i, o := range objects {
-		raw[i] = runtime.RawExtension{Raw: o}
-	}
-	body, err := json.Marshal(apiextensionsv1.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
-		Request:  &apiextensionsv1.ConversionRequest{UID: types.UID(uid), DesiredAPIVersion: desired, Objects: raw},
-	})
+	body, err := testenv.ConversionReview(uid, desired, objects...)
 	require.NoError(t, err)
 	return body
 }
