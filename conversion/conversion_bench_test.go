@@ -50,8 +50,8 @@ func listGateway() *v1.APIGateway {
 			ResourceVersion: "123456", Generation: 1, CreationTimestamp: created,
 			ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: v1.GroupVersion.String(),
-				Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{".":{},` +
-					`"f:image":{},"f:replicas":{},"f:routes":{}}}`)},
+				Time: &created, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{".":{},` +
+					`"f:image":{},"f:replicas":{},"f:routes":{}}}`),
 			}},
 		},
 		Spec: v1.APIGatewaySpec{

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"math/rand"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -109,4 +111,52 @@ func fuzzHandler(t *testing.T, h http.Handler, r *rand.Rand, decoder runtime.Dec
 
 func setTypeMeta(obj runtime.Object, apiVersion string) {
 	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, gatewayKind))
+}
+
+// FuzzConvertHandler sends arbitrary bodies to the conversion endpoint:
+// it never panics, answers 400 with a message for what is not a
+// ConversionReview, and 200 with a Success or Failure result for one, in
+// which case a success converts every object. Run it with
+//
+//	go test ./conversion -run '^$' -fuzz FuzzConvertHandler -fuzztime 30s
+func FuzzConvertHandler(f *testing.F) {
+	gw := `{"apiVersion":"example.com/v1","kind":"APIGateway","metadata":{"name":"a","namespace":"n"},` +
+		`"spec":{"routes":[{"host":"a.com","path":"/x/","pathType":"Exact","backendService":{"name":"s","port":80}}],` +
+		`"tls":[{"hosts":["a.com"],"secretName":"t"}]}}`
+	alpha := `{"apiVersion":"example.com/v1alpha1","kind":"APIGateway","metadata":{"name":"b"},` +
+		`"spec":{"routes":[{"host":"b.com","prefix":"/","serviceName":"s","servicePort":80}]}}`
+	for _, seed := range []string{
+		review("example.com/v1alpha1", gw, gw), review("example.com/v1", alpha), review("example.com/v1", gw),
+		review("example.com/v2", gw), review("example.com/v1alpha1", `{"apiVersion":"v1","kind":"Pod"}`),
+		review("example.com/v1alpha1", `{"spec":{"routes":"x"}}`), `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`,
+		`{}`, `null`, `[`, "\x00\xff",
+	} {
+		f.Add([]byte(seed))
+	}
+	h := NewWebhookHandler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := send(h, http.MethodPost, string(body))
+		switch rec.Code {
+		case http.StatusBadRequest:
+			require.NotEmpty(t, strings.TrimSpace(rec.Body.String()), "a 400 must say why")
+			return
+		case http.StatusOK:
+		default:
+			t.Fatalf("answered %d: %s", rec.Code, rec.Body.String())
+		}
+		out := &apiextensionsv1.ConversionReview{}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), out), "%.500s", rec.Body.String())
+		require.NotNil(t, out.Response)
+		in := &apiextensionsv1.ConversionReview{}
+		require.NoError(t, json.Unmarshal(body, in), "a review the handler accepted")
+		switch out.Response.Result.Status {
+		case metav1.StatusSuccess:
+			require.Len(t, out.Response.ConvertedObjects, len(in.Request.Objects))
+		case metav1.StatusFailure:
+			require.NotEmpty(t, out.Response.Result.Message)
+			require.Empty(t, out.Response.ConvertedObjects)
+		default:
+			t.Fatalf("result %q", out.Response.Result.Status)
+		}
+	})
 }

@@ -66,7 +66,7 @@ func TestConversionMetrics(t *testing.T) {
 				assert.Equal(t, http.StatusBadRequest, code)
 			} else {
 				require.Equal(t, http.StatusOK, code)
-				require.Equal(t, string(tc.result), resp.Response.Result.Status, resp.Response.Result.Message)
+				require.Equal(t, tc.result, resp.Response.Result.Status, resp.Response.Result.Message)
 			}
 			after := snapshot(t)
 			assert.Equal(t, tc.want, counts{

@@ -91,9 +91,11 @@ func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
 
 // operatorProcess is the operator binary running under the bench.
 type operatorProcess struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan error
+	cmd *exec.Cmd
+	log string
+	// exited is closed once the process has exited, with err its exit.
+	exited chan struct{}
+	err    error
 }
 
 // startOperator starts the operator with the certificate of the envtest
@@ -125,8 +127,11 @@ func startOperator(ctx context.Context, h *harness, binary string) (*operatorPro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (run `make build`): %w", binary, err)
 	}
-	p := &operatorProcess{cmd: cmd, log: logPath, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
+	p := &operatorProcess{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
 	if err := p.waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
 		p.stop()
 		return nil, err
@@ -139,8 +144,8 @@ func (p *operatorProcess) waitReady(ctx context.Context, url string) error {
 	defer cancel()
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
-		case err := <-p.done:
-			return false, fmt.Errorf("the operator exited: %v (log: %s)", err, p.log)
+		case <-p.exited:
+			return false, fmt.Errorf("the operator exited: %w (log: %s)", p.err, p.log)
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -164,10 +169,13 @@ func (p *operatorProcess) waitReady(ctx context.Context, url string) error {
 func (p *operatorProcess) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.exited:
 	case <-time.After(45 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.exited
+	}
+	if p.err != nil {
+		logf("the operator did not stop cleanly: %v (log: %s)", p.err, p.log)
 	}
 }
 
