@@ -230,8 +230,8 @@ func validHost(host string) bool {
 
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain plus the 63-byte
 // limit on each label, without a regular expression: it runs for every
-// route of every admission request. TestIsDNS1123Subdomain holds it to
-// apimachinery's check.
+// route of every admission request. TestNameChecksMatchApimachinery holds
+// it to apimachinery's check.
 func isDNS1123Subdomain(name string) bool {
 	if len(name) > validation.DNS1123SubdomainMaxLength {
 		return false
@@ -245,15 +245,15 @@ func isDNS1123Subdomain(name string) bool {
 }
 
 // isDNS1035Label is validation.IsDNS1035Label without a regular expression
-// (TestIsDNS1035Label holds it to apimachinery's check).
+// (TestNameChecksMatchApimachinery holds it to apimachinery's check).
 func isDNS1035Label(name string) bool {
 	return isLabel(name, validation.DNS1035LabelMaxLength, func(c byte) bool { return 'a' <= c && c <= 'z' })
 }
 
-// isLabel reports whether label is 1 to max lower-case letters, digits and
-// '-', starts with a byte first accepts and ends with a letter or digit.
-func isLabel(label string, max int, first func(byte) bool) bool {
-	if label == "" || len(label) > max || !first(label[0]) || !isAlnum(label[len(label)-1]) {
+// isLabel reports whether label is 1 to maxLen lower-case letters, digits
+// and '-', starts with a byte first accepts and ends with a letter or digit.
+func isLabel(label string, maxLen int, first func(byte) bool) bool {
+	if label == "" || len(label) > maxLen || !first(label[0]) || !isAlnum(label[len(label)-1]) {
 		return false
 	}
 	for i := 1; i < len(label)-1; i++ {
