@@ -80,12 +80,11 @@ func testOptions(t *testing.T, ns, secret string) Options {
 	return o
 }
 
-// Paths of the real webhooks (as in manifests/webhook) and of the
-// conversion webhook controller-runtime registers.
+// Paths of the real webhooks, as webhooks.SetupWithManager serves them.
 const (
-	mutatePath   = "/mutate-example-com-v1-apigateway"
-	validatePath = "/validate-example-com-v1-apigateway"
-	convertPath  = "/convert"
+	mutatePath   = webhooks.MutatePath
+	validatePath = webhooks.ValidatePath
+	convertPath  = webhooks.ConvertPath
 )
 
 // countingServer counts the requests each registered webhook serves.

@@ -48,10 +48,13 @@ func indexHostPaths(obj any) ([]string, error) {
 	}
 	keys := HostPathKeys(gw)
 	for i, k := range keys {
-		keys[i] = gw.Namespace + "/" + k
+		keys[i] = indexValue(gw.Namespace, k)
 	}
 	return keys, nil
 }
+
+// indexValue is the HostPathIndex value of key in namespace.
+func indexValue(namespace, key string) string { return namespace + "/" + key }
 
 // IndexGateways adds HostPathIndex to the APIGateway informer of c (once:
 // a second call reuses it) and returns a GatewayFinder that reads it.
@@ -83,7 +86,7 @@ type indexFinder struct{ indexer toolscache.Indexer }
 
 // Serving implements GatewayFinder.
 func (f indexFinder) Serving(_ context.Context, namespace, key string) ([]*v1.APIGateway, error) {
-	objs, err := f.indexer.ByIndex(HostPathIndex, namespace+"/"+key)
+	objs, err := f.indexer.ByIndex(HostPathIndex, indexValue(namespace, key))
 	if err != nil {
 		return nil, err
 	}

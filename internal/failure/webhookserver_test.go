@@ -25,12 +25,12 @@ import (
 	"example.com/apigateway-operator/webhooks"
 )
 
-// The paths the webhooks are served at (see the markers in webhooks/ and
-// controller-runtime's conversion builder).
+// The paths the webhooks are served at, as webhooks.SetupWithManager
+// serves them.
 const (
-	mutatePath   = "/mutate-example-com-v1-apigateway"
-	validatePath = "/validate-example-com-v1-apigateway"
-	convertPath  = "/convert"
+	mutatePath   = webhooks.MutatePath
+	validatePath = webhooks.ValidatePath
+	convertPath  = webhooks.ConvertPath
 )
 
 // webhookServer is the operator's real webhook server (webhooks.SetupWithManager
