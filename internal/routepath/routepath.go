@@ -34,6 +34,11 @@ func CheckDecoded(p string) error {
 	if strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
 		return fmt.Errorf("decodes to %q, which ends in a '.' or '..' segment", p)
 	}
+	// The Ingress API refuses an encoded slash in a path, and an Ingress
+	// controller would decode it again: a route could never reach it.
+	if strings.Contains(p, "%2f") || strings.Contains(p, "%2F") {
+		return fmt.Errorf("decodes to %q, which contains an encoded '/' (%%2F) that the Ingress API refuses", p)
+	}
 	if !utf8.ValidString(p) {
 		return fmt.Errorf("decodes to invalid UTF-8")
 	}

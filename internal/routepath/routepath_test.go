@@ -45,3 +45,29 @@ func TestDecode(t *testing.T) {
 		})
 	}
 }
+
+func TestMatchPath(t *testing.T) {
+	tests := map[string]struct {
+		path   string
+		prefix bool
+		want   string
+	}{
+		"empty is the root":              {path: "", prefix: true, want: "/"},
+		"root prefix stays":              {path: "/", prefix: true, want: "/"},
+		"prefix trailing slash trimmed":  {path: "/users/", prefix: true, want: "/users"},
+		"prefix without slash":           {path: "/users", prefix: true, want: "/users"},
+		"exact keeps its trailing slash": {path: "/users/", want: "/users/"},
+		"escapes decoded":                {path: "/%75sers", prefix: true, want: "/users"},
+		"escaped trailing slash trimmed": {path: "/users%2F", prefix: true, want: "/users"},
+		"literal percent through %25":    {path: "/100%25", want: "/100%"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := MatchPath(tc.path, tc.prefix)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	_, err := MatchPath("/a%252Fb", false)
+	assert.ErrorContains(t, err, "encoded '/'")
+}
