@@ -89,7 +89,6 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 15s).
 	go test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime=$(FUZZTIME) ./webhooks
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./conversion
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzConvertHandler$$' -fuzztime=$(FUZZTIME) ./conversion
-	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzSortedV1OnlyJSON$$' -fuzztime=$(FUZZTIME) ./conversion
 
 .PHONY: k8s
 k8s: $(K8S_STAMP) ## Build the local control plane into ./bin/k8s (once per hack/k8s version).

@@ -79,38 +79,24 @@ func encodeAnnotation(p payload) (string, bool, error) {
 	if out.Spec == nil && out.Annotation == nil {
 		return "", false, nil
 	}
-	data, err := json.Marshal(out)
+	data, err := marshalPlain(out)
 	if err != nil {
 		return "", false, fmt.Errorf("encoding the %s annotation: %w", DataAnnotation, err)
 	}
 	return string(data), true, nil
 }
 
-// v1OnlyJSON encodes spec without the fields v1alpha1 carries itself. It
-// removes known keys from the full encoding instead of listing the v1-only
-// fields, so a field v1 gains later is kept without a change here.
-//
-// v1OnlyJSONViaMaps defines the output; sortedV1OnlyJSON writes the same
-// bytes three times faster (conversion of a LIST runs this for every
-// object) and is used whenever it can read the encoding, which is always
-// for what encoding/json writes.
+// v1OnlyJSON encodes spec without the fields v1alpha1 carries itself: the
+// full encoding decoded into maps, without image, replicas and either the
+// routes (when all are plain) or each route's backendService, and encoded
+// again, which sorts the keys of every object: one canonical form. It
+// removes known keys instead of listing the v1-only fields, so a field v1
+// gains later is kept without a change here.
 func v1OnlyJSON(spec *v1.APIGatewaySpec) (json.RawMessage, error) {
 	full, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the v1 spec: %w", err)
 	}
-	plainRoutes := routesArePlain(spec.Routes)
-	if out, err := sortedV1OnlyJSON(full, plainRoutes); err == nil {
-		return out, nil
-	}
-	return v1OnlyJSONViaMaps(full, plainRoutes)
-}
-
-// v1OnlyJSONViaMaps is v1OnlyJSON by definition: full, a v1 spec as
-// encoding/json writes it, decoded into maps, without image, replicas and
-// either the routes (plainRoutes) or each route's backendService, and
-// encoded again, which sorts the keys of every object.
-func v1OnlyJSONViaMaps(full []byte, plainRoutes bool) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(full))
 	dec.UseNumber() // keep integers exact
 	var fields map[string]any
@@ -119,7 +105,7 @@ func v1OnlyJSONViaMaps(full []byte, plainRoutes bool) (json.RawMessage, error) {
 	}
 	delete(fields, "image")
 	delete(fields, "replicas")
-	if plainRoutes {
+	if routesArePlain(spec.Routes) {
 		delete(fields, "routes")
 	} else if routes, ok := fields["routes"].([]any); ok {
 		for _, r := range routes {
@@ -128,7 +114,30 @@ func v1OnlyJSONViaMaps(full []byte, plainRoutes bool) (json.RawMessage, error) {
 			}
 		}
 	}
-	return json.Marshal(fields) // map keys sorted: one canonical form
+	return marshalPlain(fields)
+}
+
+// marshalPlain is json.Marshal without HTML escaping: the annotation is
+// never embedded in HTML, and the API server limits all annotations of an
+// object together to 256 KiB, against which escaping each '&' of a path as
+// six bytes (\u0026) counted five times over.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// htmlEscaped is s as encoding/json wrote it with HTML escaping, its
+// default: '<', '>' and '&' as \u003c, \u003e and \u0026 (U+2028 and
+// U+2029 it escapes either way).
+func htmlEscaped(s string) string {
+	var buf bytes.Buffer
+	json.HTMLEscape(&buf, []byte(s))
+	return buf.String()
 }
 
 func routesArePlain(routes []v1.Route) bool {
@@ -141,9 +150,11 @@ func routesArePlain(routes []v1.Route) bool {
 }
 
 // decodeAnnotation reads a DataAnnotation value, and reports whether it is
-// ours: exactly what annotationFor writes for the v1 object it decodes to.
-// Anything else, even valid JSON in a similar shape, is a user's text that
-// conversion must neither interpret nor lose.
+// ours: exactly what annotationFor writes for the v1 object it decodes to,
+// or what it wrote before it stopped escaping HTML (the same bytes through
+// json.HTMLEscape), which clients that read a v1alpha1 object then may
+// still send back. Anything else, even valid JSON in a similar shape, is a
+// user's text that conversion must neither interpret nor lose.
 func decodeAnnotation(value string) (payload, bool) {
 	var p payload
 	if err := json.Unmarshal([]byte(value), &p); err != nil {
@@ -159,7 +170,10 @@ func decodeAnnotation(value string) (payload, bool) {
 		annotations = map[string]string{DataAnnotation: *p.Annotation}
 	}
 	again, ok, err := annotationFor(spec, annotations)
-	if err != nil || !ok || again != value {
+	if err != nil || !ok {
+		return payload{}, false
+	}
+	if again != value && htmlEscaped(again) != value {
 		return payload{}, false
 	}
 	return p, true

@@ -323,3 +323,23 @@ func jsonString(t *testing.T, s string) string {
 	// out is {"annotation":"..."}; keep the quoted string.
 	return out[len(`{"annotation":`) : len(out)-1]
 }
+
+// TestAnnotationIsNotHTMLEscaped holds the DataAnnotation to one byte per
+// '&', '<' and '>' of a path (encoding/json's default wrote six), and shows
+// that a value written the old, escaped way, which a client that read a
+// v1alpha1 object before the change may send back, still restores its data.
+func TestAnnotationIsNotHTMLEscaped(t *testing.T) {
+	routes := []v1.Route{hubRoute("api.example.com", "/a&b=<c>", v1.PathTypeExact, "s", 80)}
+	hub := hubGateway(nil, v1.APIGatewaySpec{Routes: routes})
+	alpha := &v1alpha1.APIGateway{}
+	require.NoError(t, V1ToV1alpha1(hub, alpha))
+	value := alpha.Annotations[DataAnnotation]
+	assert.Equal(t, `{"spec":{"routes":[{"host":"api.example.com","path":"/a&b=<c>","pathType":"Exact"}]}}`, value)
+
+	legacy := `{"spec":{"routes":[{"host":"api.example.com","path":"/a\u0026b=\u003cc\u003e","pathType":"Exact"}]}}`
+	alpha.Annotations[DataAnnotation] = legacy
+	back := &v1.APIGateway{}
+	V1alpha1ToV1(alpha, back)
+	assert.Equal(t, routes, back.Spec.Routes, "the escaped value must still restore pathType Exact")
+	assert.NotContains(t, back.Annotations, DataAnnotation)
+}

@@ -34,8 +34,7 @@
 // takes 26 µs per gateway as B3 lists them (one route; our conversion is
 // 2 µs of it) and 87 µs per 10-route gateway with v1-only fields (the
 // objects of BenchmarkConvertReview1000; our conversion is 34 µs of it,
-// mostly writing the DataAnnotation, which sortedV1OnlyJSON has since
-// halved). Ours reads the review with
+// mostly writing the DataAnnotation). Ours reads the review with
 // json/v2 (github.com/go-json-experiment/json, the encoding/json/v2 of Go
 // 1.27) keeping the objects raw, decodes each once into its Go type,
 // writes each result once, straight into the response, and spreads large
