@@ -111,3 +111,85 @@ func TestBuildersArePure(t *testing.T) {
 		})
 	}
 }
+
+// ingressPathSet is an Ingress's rules as "host path pathType" strings.
+func ingressPathSet(t *testing.T, gw *v1.APIGateway) []string {
+	t.Helper()
+	var out []string
+	for _, rule := range desiredIngress(gw).Spec.Rules {
+		for _, p := range rule.HTTP.Paths {
+			assert.Equal(t, gw.Name, *p.Backend.Service.Name, "every path goes to Service N")
+			assert.Equal(t, "http", *p.Backend.Service.Port.Name)
+			out = append(out, *rule.Host+" "+*p.Path+" "+string(*p.PathType))
+		}
+	}
+	return out
+}
+
+func TestDesiredIngressPaths(t *testing.T) {
+	tests := map[string]struct {
+		routes []v1.Route
+		want   []string
+	}{
+		"one path per route, hosts and paths sorted": {
+			routes: []v1.Route{
+				route("www.example.com", "/", "", "web", 80),
+				route("api.example.com", "/users/", v1.PathTypePrefix, "users", 8080),
+				route("api.example.com", "/orders", v1.PathTypeExact, "orders", 8080),
+			},
+			want: []string{"api.example.com /orders Exact", "api.example.com /users Prefix", "www.example.com / Prefix"},
+		},
+		"the path nginx matches: decoded, a prefix without its trailing slash": {
+			routes: []v1.Route{
+				route("api.example.com", "/%75sers/", v1.PathTypePrefix, "users", 8080),
+				route("api.example.com", "/caf%C3%A9/", v1.PathTypeExact, "cafe", 8080),
+			},
+			want: []string{"api.example.com /café/ Exact", "api.example.com /users Prefix"},
+		},
+		"routes nginx serves alike share one path": {
+			routes: []v1.Route{
+				route("api.example.com", "/users", v1.PathTypePrefix, "users", 8080),
+				route("api.example.com", "/users/", v1.PathTypePrefix, "users-v2", 8080),
+				route("api.example.com", "/%75sers", v1.PathTypePrefix, "users-v3", 8080),
+			},
+			want: []string{"api.example.com /users Prefix"},
+		},
+		"Exact and Prefix on one path are two paths": {
+			routes: []v1.Route{
+				route("api.example.com", "/users", v1.PathTypePrefix, "users", 8080),
+				route("api.example.com", "/users", v1.PathTypeExact, "users-exact", 8080),
+			},
+			want: []string{"api.example.com /users Exact", "api.example.com /users Prefix"},
+		},
+		"a route the renderer refuses is left out": {
+			routes: []v1.Route{
+				route("api.example.com", "/ok", v1.PathTypePrefix, "ok", 8080),
+				route("api.example.com", "/a%252Fb", v1.PathTypeExact, "bad", 8080),
+				route("api.example.com", "/x", "Regex", "bad", 8080),
+				route("bad.example.com", "/a/%2E%2E/b", v1.PathTypePrefix, "bad", 8080),
+			},
+			want: []string{"api.example.com /ok Prefix"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ingressPathSet(t, gateway("gw", tc.routes...)))
+		})
+	}
+}
+
+// TestIngressesOfGatewaysSharingAHostAreDisjoint: two gateways on one host
+// no longer both claim "/", so the Ingress controller routes each path to
+// the gateway that serves it.
+func TestIngressesOfGatewaysSharingAHostAreDisjoint(t *testing.T) {
+	users := gateway("users", route("api.example.com", "/users/", v1.PathTypePrefix, "users", 8080))
+	orders := gateway("orders",
+		route("api.example.com", "/orders", v1.PathTypePrefix, "orders", 8080),
+		route("api.example.com", "/orders/status", v1.PathTypeExact, "status", 8080))
+	a, b := ingressPathSet(t, users), ingressPathSet(t, orders)
+	assert.Equal(t, []string{"api.example.com /users Prefix"}, a)
+	assert.Equal(t, []string{"api.example.com /orders Prefix", "api.example.com /orders/status Exact"}, b)
+	for _, p := range a {
+		assert.NotContains(t, b, p)
+	}
+}
