@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -34,6 +36,9 @@ func routeSets() map[string]*v1.APIGateway {
 			route("odd.example.com", "/a-b.c_d~e!f&g(h)i*j+k,l=m:n@o/", v1.PathTypePrefix, "odd", 1),
 			route("odd.example.com", "/caf%C3%A9", v1.PathTypeExact, "cafe", 65535),
 			route("odd.example.com", "/100%25", v1.PathTypePrefix, "percent", 8080)),
+		// Exact "/" alone still needs the 404 for every other path.
+		"exact-root": gateway("exact-root",
+			route("root.example.com", "/", v1.PathTypeExact, "root", 8080)),
 	}
 }
 
@@ -83,6 +88,22 @@ func TestRenderedConfigPassesNginx(t *testing.T) {
 		out, err := nginxTest(t, nginx, config)
 		require.NoError(t, err, "nginx -t: %s", out)
 	})
+	t.Run("resolvers with ports", func(t *testing.T) {
+		config, err := renderConfig(routeSets()["seed"], renderOptions{Resolvers: []string{"127.0.0.1:5353", "[::1]:53"}})
+		require.NoError(t, err)
+		assert.Contains(t, config, "resolver 127.0.0.1:5353 [::1]:53 valid=30s;")
+		out, err := nginxTest(t, nginx, config)
+		require.NoError(t, err, "nginx -t: %s", out)
+	})
+	t.Run("listen address and ports", func(t *testing.T) {
+		config, err := renderConfig(routeSets()["seed"], renderOptions{Resolvers: []string{"127.0.0.1"}, listenAddress: "127.0.0.1", httpPort: 18080, healthPort: 18081})
+		require.NoError(t, err)
+		assert.Contains(t, config, "listen 127.0.0.1:18081;")
+		assert.Contains(t, config, "listen 127.0.0.1:18080 default_server;")
+		assert.NotContains(t, config, "listen 8080")
+		out, err := nginxTest(t, nginx, config)
+		require.NoError(t, err, "nginx -t: %s", out)
+	})
 	t.Run("the checker fails on a broken configuration", func(t *testing.T) {
 		out, err := nginxTest(t, nginx, "server { listen 8080; location / { proxy_pass http://unresolvable.invalid; } }\n")
 		require.Error(t, err, "nginx -t accepted a static upstream it cannot resolve: %s", out)
@@ -99,6 +120,10 @@ func TestRenderConfigRefusesHostileStrings(t *testing.T) {
 		"host with a variable":   {route: route("$host.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
 		"upper-case host":        {route: route("API.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
 		"wildcard in the middle": {route: route("a.*.example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"wildcard on a TLD":      {route: route("*.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"label too long":         {route: route(strings.Repeat("a", 64)+".example.com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"host too long":          {route: route(strings.Repeat("a.", 126)+"com", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
+		"IP address host":        {route: route("10.0.0.1", "/", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].host"},
 		"path closing the block": {route: route("a.example.com", "/x; } location / { return 200", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
 		"path with a quote":      {route: route("a.example.com", `/x"`, v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
 		"path with a brace":      {route: route("a.example.com", "/x{", v1.PathTypePrefix, "web", 80), wantErr: "spec.routes[0].path"},
@@ -134,11 +159,27 @@ func TestRenderConfigRefusesHostileStrings(t *testing.T) {
 		_, err := renderConfig(gw, renderOptions{})
 		require.ErrorContains(t, err, "metadata.namespace")
 	})
+	t.Run("hostile name", func(t *testing.T) {
+		// The name is written into the file's header comment; the API
+		// server's DNS-1123 subdomain rule is checked again.
+		for _, name := range []string{"evil\nserver { listen 80; }", "evil;", "Evil", "", "a..b", strings.Repeat("a", 64)} {
+			gw := gateway(name, route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+			config, err := renderConfig(gw, renderOptions{})
+			require.ErrorContains(t, err, "metadata.name", "name %q", name)
+			assert.Empty(t, config)
+		}
+		_, err := renderConfig(gateway("dotted.gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80)), renderOptions{})
+		require.NoError(t, err, "a name the API server admits renders")
+	})
 	t.Run("hostile resolver and cluster domain", func(t *testing.T) {
 		gw := gateway("evil", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
-		_, err := renderConfig(gw, renderOptions{Resolvers: []string{"1.1.1.1; include /etc/passwd"}})
-		require.ErrorContains(t, err, "not an IP address")
-		_, err = renderConfig(gw, renderOptions{ClusterDomain: "x;y"})
+		for _, r := range []string{"1.1.1.1; include /etc/passwd", "dns.example.com", "dns.example.com:53", "1.1.1.1:0", "1.1.1.1:53;", "1.1.1.1:x"} {
+			_, err := renderConfig(gw, renderOptions{Resolvers: []string{r}})
+			require.ErrorContains(t, err, "not an IP address or IP:port", "resolver %q", r)
+		}
+		_, err := renderConfig(gw, renderOptions{ClusterDomain: "x;y"})
+		require.ErrorContains(t, err, "clusterDomain")
+		_, err = renderConfig(gw, renderOptions{ClusterDomain: "*.local"})
 		require.ErrorContains(t, err, "clusterDomain")
 	})
 	t.Run("every error at once", func(t *testing.T) {
@@ -161,7 +202,7 @@ func nginxBinary(t *testing.T) string {
 			return path
 		}
 	}
-	t.Fatal("nginx not found: run hack/install-nginx.sh (installs Debian's nginx) and test again")
+	t.Fatal("nginx not found: run `make nginx` (hack/install-nginx.sh installs Debian's nginx) and test again")
 	return ""
 }
 
@@ -171,17 +212,39 @@ func envsubstResolver(config, resolver string) string {
 	return strings.ReplaceAll(config, "${"+resolverVariable+"}", resolver)
 }
 
-// nginxTest runs `nginx -t` on config, included in the http block of a
-// minimal main configuration (as the images' nginx.conf includes
-// conf.d/*.conf), with every path nginx writes inside a temporary prefix.
+// nginxTest runs `nginx -t` on config, with every path nginx writes inside
+// a temporary prefix.
 func nginxTest(t *testing.T, nginx, config string) (string, error) {
 	t.Helper()
 	prefix := t.TempDir()
+	mainPath := writeNginxPrefix(t, prefix, "", config)
+	out, err := exec.Command(nginx, nginxArgs(prefix, mainPath, "-t")...).CombinedOutput()
+	return string(out), err
+}
+
+// welcomePage stands in for the images' /usr/share/nginx/html/index.html.
+const welcomePage = "<h1>Welcome to nginx!</h1>\n"
+
+// writeNginxPrefix writes config as conf.d/gateway.conf under prefix and a
+// main configuration that includes it inside http {}, as the images'
+// nginx.conf includes /etc/nginx/conf.d/*.conf (which sets no
+// server_names_hash_* directive, so the rendered file may). main holds
+// extra main-context directives. It returns the main file's path.
+func writeNginxPrefix(t *testing.T, prefix, main, config string) string {
+	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Join(prefix, "conf.d"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(prefix, "conf.d", "gateway.conf"), []byte(config), 0o644))
-	main := `events {}
+	// nginx's default document root, PREFIX/html, holds the page the
+	// images ship, so a request that falls through to it shows.
+	require.NoError(t, os.MkdirAll(filepath.Join(prefix, "html"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(prefix, "html", "index.html"), []byte(welcomePage), 0o644))
+	conf := main + `
+events {}
 http {
+    default_type application/octet-stream;
     access_log off;
+    sendfile on;
+    keepalive_timeout 65;
     client_body_temp_path PREFIX/client_body;
     proxy_temp_path PREFIX/proxy;
     fastcgi_temp_path PREFIX/fastcgi;
@@ -191,8 +254,98 @@ http {
 }
 `
 	mainPath := filepath.Join(prefix, "nginx.conf")
-	require.NoError(t, os.WriteFile(mainPath, []byte(strings.ReplaceAll(main, "PREFIX", prefix)), 0o644))
-	globals := "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + ";"
-	out, err := exec.Command(nginx, "-t", "-c", mainPath, "-p", prefix+"/", "-g", globals).CombinedOutput()
-	return string(out), err
+	require.NoError(t, os.WriteFile(mainPath, []byte(strings.ReplaceAll(conf, "PREFIX", prefix)), 0o644))
+	return mainPath
+}
+
+// nginxArgs are nginx's arguments for the configuration at mainPath with
+// its pid file and error log inside prefix (-e: Debian's nginx would
+// otherwise log to stderr before it reads the configuration).
+func nginxArgs(prefix, mainPath string, extra ...string) []string {
+	args := []string{"-c", mainPath, "-p", prefix + "/", "-e", filepath.Join(prefix, "error.log"),
+		"-g", "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + ";"}
+	return append(args, extra...)
+}
+
+// maximalHost is a distinct host of 253 characters, the longest admission
+// admits, with labels of 63; wildcard ones start with "*.".
+func maximalHost(i int, wildcard bool) string {
+	label := func(c byte) string { return fmt.Sprintf("h%03d", i) + strings.Repeat(string(c), 59) }
+	host := label('a') + "." + label('b') + "." + label('c') + "." + fmt.Sprintf("h%03d", i) + strings.Repeat("d", 45) + ".example.com"
+	if wildcard {
+		host = "*." + host[2:]
+	}
+	return host
+}
+
+// TestRenderedConfigLoadsMaximalHosts: nginx loads the configuration of
+// the largest gateway admission admits, 100 routes on 100 distinct hosts of
+// 253 characters (some wildcards), without widening its own limits: no
+// "could not build server_names_hash" error nor the "could not build
+// optimal" warning.
+func TestRenderedConfigLoadsMaximalHosts(t *testing.T) {
+	nginx := nginxBinary(t)
+	gw := gateway("maximal")
+	for i := range 100 {
+		h := maximalHost(i, i%10 == 0)
+		require.Len(t, h, 253)
+		gw.Spec.Routes = append(gw.Spec.Routes, route(h, "/", v1.PathTypePrefix, "web", 8080))
+	}
+	config, err := renderConfig(gw, renderOptions{Resolvers: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	out, err := nginxTest(t, nginx, config)
+	require.NoError(t, err, "nginx -t refused 100 maximal hosts:\n%s", out)
+	assert.Contains(t, out, "test is successful")
+	assert.NotContains(t, out, "could not build")
+	t.Run("a single 47-character host", func(t *testing.T) {
+		// The length at which nginx's default bucket size gives up.
+		config, err := renderConfig(gateway("short", route(strings.Repeat("a", 35)+".example.com", "/", v1.PathTypePrefix, "web", 80)), renderOptions{Resolvers: []string{"127.0.0.1"}})
+		require.NoError(t, err)
+		out, err := nginxTest(t, nginx, config)
+		require.NoError(t, err, "nginx -t:\n%s", out)
+		assert.NotContains(t, out, "could not build")
+	})
+}
+
+// TestAmbiguousRequestPath holds the 400 rule's regular expression (PCRE in
+// nginx; the same syntax in Go's RE2) to the request URIs it must and must
+// not refuse. TestDataPlane sends the same kinds of request to nginx.
+func TestAmbiguousRequestPath(t *testing.T) {
+	re := regexp.MustCompile(ambiguousRequestPath)
+	tests := map[string]struct {
+		uri    string
+		refuse bool
+	}{
+		"plain":                        {uri: "/users/1"},
+		"root":                         {uri: "/"},
+		"encoded letter":               {uri: "/%75sers"},
+		"encoded percent":              {uri: "/100%25"},
+		"dot in a name":                {uri: "/a/.well-known/x"},
+		"three dots":                   {uri: "/a/.../b"},
+		"dots inside a segment":        {uri: "/a/b..c"},
+		"encoded slash in the query":   {uri: "/a?next=%2Fb%2F..%2Fc"},
+		"dot segment in the query":     {uri: "/a?p=/../b"},
+		"query only (absolute form)":   {uri: "?x=//"},
+		"encoded slash":                {uri: "/internal/..%2Fpublic/x", refuse: true},
+		"encoded slash, lower case":    {uri: "/a%2fb", refuse: true},
+		"encoded backslash":            {uri: "/a%5Cb", refuse: true},
+		"encoded backslash lower case": {uri: "/a%5cb", refuse: true},
+		"encoded dot":                  {uri: "/a/%2E%2E/b", refuse: true},
+		"encoded dot lower case":       {uri: "/a/%2e", refuse: true},
+		"backslash":                    {uri: `/a\..\b`, refuse: true},
+		"hash":                         {uri: "/a#/../b", refuse: true},
+		"empty segment":                {uri: "/a//b", refuse: true},
+		"leading empty segment":        {uri: "//a", refuse: true},
+		"dot segment":                  {uri: "/public/./x", refuse: true},
+		"dot dot segment":              {uri: "/a/../b", refuse: true},
+		"trailing dot":                 {uri: "/a/.", refuse: true},
+		"trailing dot dot":             {uri: "/a/..", refuse: true},
+		"dot before the query":         {uri: "/a/.?x", refuse: true},
+		"dot dot before the query":     {uri: "/a/..?x", refuse: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.refuse, re.MatchString(tc.uri), "request URI %q", tc.uri)
+		})
+	}
 }
