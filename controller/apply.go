@@ -3,15 +3,22 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "example.com/apigateway-operator/api/v1"
 )
 
 // action is what applying a child did.
@@ -44,45 +51,175 @@ func (k child[O, A]) stub(key client.ObjectKey) O {
 	return o
 }
 
-// applyChild applies desired under FieldOwner unless the object in the cache
-// already holds exactly what the operator last applied: an idle gateway
-// costs no write. Comparing the applied configuration the managed fields
-// record (not the whole object) ignores server defaults and other managers'
-// fields while still catching a hand edit of any field the operator owns,
-// because such an edit moves the field's ownership away from FieldOwner.
+// clients are the two ways the reconciler reads: cached reads through the
+// manager's client, which sees only labelled children (CacheOptions), and
+// live reads straight from the API server, which see every object.
+type clients struct {
+	cached client.Client
+	live   client.Reader
+}
+
+// applyChild writes desired, a child of gw, when gw controls the object of
+// its name or no such object exists; an object of that name that gw does
+// not control is left untouched and reported as a *nameTakenError.
+//
+// The cache answers first; it misses not only absent children but also
+// everything that does not carry the children's labels, so a miss is
+// checked with a metadata-only live read before anything is written.
 // It returns the object as the API server (or the cache) has it.
-func applyChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c client.Client, k child[O, A], key client.ObjectKey, desired A) (O, action, error) {
+func applyChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, gw *v1.APIGateway, k child[O, A], key client.ObjectKey, desired A) (O, action, error) {
 	live := k.newObj()
-	act := updated
-	switch err := c.Get(ctx, key, live); {
+	switch err := c.cached.Get(ctx, key, live); {
+	case err == nil:
+		if err := checkControlled(live, gw); err != nil {
+			return live, unchanged, err
+		}
+		return applyControlled(ctx, c.cached, k, live, desired)
+	case !apierrors.IsNotFound(err):
+		return live, unchanged, fmt.Errorf("reading %s %s: %w", k.kind, key.Name, err)
+	}
+	m, err := liveMetadata(ctx, c, k, key)
+	switch {
 	case apierrors.IsNotFound(err):
-		act = created
+		return createChild(ctx, c.cached, k, desired)
 	case err != nil:
 		return live, unchanged, fmt.Errorf("reading %s %s: %w", k.kind, key.Name, err)
-	default:
-		same, err := appliedEqual(live, desired, k.extract)
-		if err != nil {
-			return live, unchanged, fmt.Errorf("reading the fields %s owns in %s %s: %w", FieldOwner, k.kind, key.Name, err)
+	}
+	if err := checkControlled(m, gw); err != nil {
+		return live, unchanged, err
+	}
+	// gw's own child out of the cache: its labels were removed, or the
+	// cache lags. Applying puts the labels back.
+	return apply(ctx, c.cached, k, k.stub(key), desired)
+}
+
+// liveMetadata reads the metadata of the object named key from the API
+// server. It goes through the live reader only: a PartialObjectMetadata
+// read through the cached client would start a cluster-wide metadata
+// informer of the kind.
+func liveMetadata[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, k child[O, A], key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
+	gvk, err := c.cached.GroupVersionKindFor(k.newObj())
+	if err != nil {
+		return nil, err
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m, c.live.Get(ctx, key, m)
+}
+
+// createChild creates desired with a plain Create, which fails with
+// AlreadyExists if someone took the name since the live read found it free
+// (an apply would take that object over); the reconcile is retried and
+// decides again. The Create records its fields, server defaults included,
+// as FieldOwner's Update; applyControlled turns them into FieldOwner's
+// Apply and, applying, hands the defaults back to the server, so the child
+// ends as if it had been applied.
+func createChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c client.Client, k child[O, A], desired A) (O, action, error) {
+	obj := k.newObj()
+	if err := convertJSON(desired, obj); err != nil {
+		return obj, unchanged, fmt.Errorf("building %s: %w", k.kind, err)
+	}
+	if err := c.Create(ctx, obj, client.FieldOwner(FieldOwner)); err != nil {
+		return obj, unchanged, fmt.Errorf("creating %s %s: %w", k.kind, obj.GetName(), err)
+	}
+	obj, _, err := applyControlled(ctx, c, k, obj, desired)
+	return obj, created, err
+}
+
+// applyControlled brings live, a child gw controls, to desired under
+// FieldOwner unless it already holds exactly what the operator last
+// applied: an idle gateway costs no write. Comparing the applied
+// configuration the managed fields record (not the whole object) ignores
+// server defaults and other managers' fields while still catching a hand
+// edit of any field the operator owns, because such an edit moves the
+// field's ownership away from FieldOwner.
+func applyControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c client.Client, k child[O, A], live O, desired A) (O, action, error) {
+	name := live.GetName()
+	if err := upgradeManagedFields(ctx, c, k.kind, live); err != nil {
+		return live, unchanged, err
+	}
+	same, err := appliedEqual(live, desired, k.extract)
+	if err != nil {
+		return live, unchanged, fmt.Errorf("reading the fields %s owns in %s %s: %w", FieldOwner, k.kind, name, err)
+	}
+	if same {
+		return live, unchanged, nil
+	}
+	if k.repair != nil {
+		if err := k.repair(ctx, c, live, desired); err != nil {
+			return live, unchanged, fmt.Errorf("repairing %s %s: %w", k.kind, name, err)
 		}
-		if same {
-			return live, unchanged, nil
-		}
-		if k.repair != nil {
-			if err := k.repair(ctx, c, live, desired); err != nil {
-				return live, unchanged, fmt.Errorf("repairing %s %s: %w", k.kind, key.Name, err)
-			}
+		// The repair's patch recorded an Update entry; fold it in now, or
+		// the next reconcile would write again to do it.
+		if err := upgradeManagedFields(ctx, c, k.kind, live); err != nil {
+			return live, unchanged, err
 		}
 	}
+	return apply(ctx, c, k, live, desired)
+}
+
+// apply applies desired under FieldOwner and returns the object the API
+// server answered with, so status sees the new generation at once.
+func apply[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c client.Client, k child[O, A], live O, desired A) (O, action, error) {
 	if err := c.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return live, unchanged, fmt.Errorf("applying %s %s: %w", k.kind, key.Name, err)
+		return live, unchanged, fmt.Errorf("applying %s %s: %w", k.kind, live.GetName(), err)
 	}
-	// Apply decoded the server's answer into desired; read it back as the
-	// typed object so status sees the new generation at once.
+	// Apply decoded the server's answer into desired.
 	fresh := k.newObj()
 	if err := convertJSON(desired, fresh); err != nil {
-		return live, act, err
+		return live, updated, err
 	}
-	return fresh, act, nil
+	return fresh, updated, nil
+}
+
+// upgradeManagedFields turns FieldOwner's Update entry in obj's managed
+// fields (a Create, or repairServicePorts' patch, records one) into its
+// Apply entry, so that FieldOwner owns each field once, as an applier: a
+// field it co-owned as an updater would survive being dropped from the
+// desired object. Nothing is written when there is no such entry. The
+// patch carries obj's resourceVersion: it fails, and the reconcile is
+// retried, if obj changed meanwhile.
+func upgradeManagedFields(ctx context.Context, c client.Client, kind string, obj client.Object) error {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
+	if err == nil && patch != nil {
+		err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	}
+	if err != nil {
+		return fmt.Errorf("moving the fields of %s %s to %s's apply: %w", kind, obj.GetName(), FieldOwner, err)
+	}
+	return nil
+}
+
+// checkControlled returns a *nameTakenError unless gw is obj's controller.
+func checkControlled(obj metav1.Object, gw *v1.APIGateway) error {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return &nameTakenError{}
+	}
+	if ref.UID == gw.UID {
+		return nil
+	}
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return &nameTakenError{earlierGateway: gv.Group == v1.GroupVersion.Group && ref.Kind == "APIGateway" && ref.Name == gw.Name}
+}
+
+// nameTakenError says a child's name belongs to an object the gateway does
+// not control, which it therefore leaves alone.
+type nameTakenError struct {
+	// earlierGateway: the controller is an APIGateway of the same name but
+	// another UID, most likely a deleted one whose children the garbage
+	// collector has not removed yet.
+	earlierGateway bool
+}
+
+// Error says what the user can do; the failure it is reported with names
+// the kind and name.
+func (e *nameTakenError) Error() string {
+	if e.earlierGateway {
+		return "controlled by an earlier APIGateway of this name, probably being deleted; " +
+			"created again once the garbage collector has removed it"
+	}
+	return "already exists and is not controlled by this APIGateway; delete or rename it, or rename the gateway"
 }
 
 // appliedEqual reports whether the fields FieldOwner owns in live are
@@ -146,4 +283,10 @@ func portKey(port int32, proto *corev1.Protocol) string {
 		p = *proto
 	}
 	return fmt.Sprintf("%d/%s", port, p)
+}
+
+// isNameTaken reports whether err says a child's name is taken.
+func isNameTaken(err error) bool {
+	var taken *nameTakenError
+	return errors.As(err, &taken)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,40 @@ func TestGarbageCollectorDeletesTheChildren(t *testing.T) {
 			assert.True(c, apierrors.IsNotFound(err), "%T %s still exists (%v)", obj, obj.GetName(), err)
 		}
 	}, 2*time.Minute, 250*time.Millisecond)
+}
+
+// TestGarbageCollectorKeepsForeignObjects deletes, with the real garbage
+// collector running, a gateway created in a namespace that already had a
+// user's Service of its name: the gateway's own children go, the user's
+// Service stays as it was.
+func TestGarbageCollectorKeepsForeignObjects(t *testing.T) {
+	startOperator(t, shortRetry)
+	startControllerManager(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "gc-foreign")
+	before := createForeign(t, foreignService(ns, "kept", nil))
+	gw := gateway("kept", route("kept.example.com", "/", v1.PathTypePrefix, "web", 80))
+	gw.Namespace = ns
+	gw = createGateway(t, gw)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), cur))
+		require.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written")
+	}, waitFor, tick)
+	cm, dep := &corev1.ConfigMap{}, &appsv1.Deployment{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept-config"}, cm))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), dep))
+
+	// Foreground: the gateway is gone only once the collector has deleted
+	// everything that names it as owner, so what is left afterwards stays.
+	require.NoError(t, env.Client.Delete(ctx, gw, client.PropagationPolicy(metav1.DeletePropagationForeground)))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, obj := range []client.Object{gw, cm, dep} {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			assert.True(c, apierrors.IsNotFound(err), "%T %s still exists (%v)", obj, obj.GetName(), err)
+		}
+	}, 2*time.Minute, 250*time.Millisecond)
+	assertUntouched(t, before)
 }
 
 // startControllerManager runs the kube-controller-manager built beside the

@@ -48,12 +48,17 @@ type Options struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// NameTakenRetry is how often a gateway whose child name is held by
+	// an object it does not control looks again; 0 means a minute. Such
+	// objects are outside the cache, so no event says when the name is
+	// free.
+	NameTakenRetry time.Duration
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
 // Ingress as its spec says and reports their state in its status.
 type Reconciler struct {
-	client   client.Client
+	clients  clients
 	recorder recorder.EventRecorder
 	opts     Options
 }
@@ -78,13 +83,20 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 1
 	}
+	if opts.NameTakenRetry <= 0 {
+		opts.NameTakenRetry = time.Minute
+	}
 	if opts.DefaultImage == "" {
 		return errors.New("controller: Options.DefaultImage is required")
 	}
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts}
+	r := &Reconciler{
+		clients:  clients{cached: mgr.GetClient(), live: mgr.GetAPIReader()},
+		recorder: mgr.GetEventRecorder(ControllerName),
+		opts:     opts,
+	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
 	} = r
@@ -131,27 +143,76 @@ func CacheOptions() cache.Options {
 // Reconcile brings one gateway's children in line with its spec and
 // records the outcome in its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gw, err := r.fetch(ctx, req.NamespacedName)
+	if gw == nil {
+		return ctrl.Result{}, err
+	}
+	dep, failures := r.applyChildren(ctx, gw)
+	statusErr := r.updateStatus(ctx, gw, dep, failures)
+	return reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
+}
+
+// fetch reads the gateway named key; nil means there is nothing to do.
+func (r *Reconciler) fetch(ctx context.Context, key client.ObjectKey) (*v1.APIGateway, error) {
 	gw := &v1.APIGateway{}
-	if err := r.client.Get(ctx, req.NamespacedName, gw); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.clients.cached.Get(ctx, key, gw); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
 	if !gw.DeletionTimestamp.IsZero() {
 		// The garbage collector removes the children through their owner
 		// references; re-applying them now would only race it.
-		return ctrl.Result{}, nil
+		return nil, nil
 	}
-	dep, failures := r.applyChildren(ctx, gw)
-	statusErr := r.updateStatus(ctx, gw, dep, failures)
+	return gw, nil
+}
+
+// reconcileResult is what Reconcile returns for the failures of one pass
+// and the status write's error. Invalid routes are terminal: retrying
+// cannot help, a spec change reconciles again. A taken name is no error
+// (the status says it); the pass is repeated after retry, since nothing
+// watches the object that holds the name.
+func reconcileResult(failures []failure, statusErr error, retry time.Duration) (ctrl.Result, error) {
 	errs := []error{statusErr}
+	taken := false
 	for _, f := range failures {
 		err := fmt.Errorf("%s %s: %w", f.kind, f.name, f.err)
-		if f.reason == ReasonInvalidRoutes {
-			// Retrying cannot help; a spec change reconciles again.
-			err = reconcile.TerminalError(err)
+		switch f.reason {
+		case ReasonChildNameTaken:
+			taken = true
+		case ReasonInvalidRoutes:
+			errs = append(errs, reconcile.TerminalError(err))
+		default:
+			errs = append(errs, err)
 		}
-		errs = append(errs, err)
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	err := joinRetryable(errs...)
+	if taken && (err == nil || errors.Is(err, reconcile.TerminalError(nil))) {
+		// A terminal error would stop the retries that notice the name is
+		// free; the routes' error is in the status and an event already.
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// joinRetryable joins errs (nils skipped) so that a retryable error is
+// retried: controller-runtime treats the whole join as terminal when any
+// member is a reconcile.TerminalError, so the terminal errors are returned
+// only when every error is terminal.
+func joinRetryable(errs ...error) error {
+	var retryable, terminal []error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, reconcile.TerminalError(nil)):
+			terminal = append(terminal, err)
+		default:
+			retryable = append(retryable, err)
+		}
+	}
+	if len(retryable) > 0 {
+		return errors.Join(retryable...)
+	}
+	return errors.Join(terminal...)
 }
 
 // applyChildren applies the four children, recording what changed or failed.
@@ -164,54 +225,87 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*app
 		recordApplied(kind, act, err)
 		switch {
 		case err != nil:
-			failures = append(failures, failure{kind: kind, name: related.GetName(), reason: ReasonApplyFailed, err: err})
-			r.recorder.Eventf(gw, related, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s %s: %v", kind, related.GetName(), err)
+			reason := ReasonApplyFailed
+			if isNameTaken(err) {
+				reason = ReasonChildNameTaken
+			}
+			failures = append(failures, failure{kind: kind, name: related.GetName(), reason: reason, err: err})
+			r.recorder.Eventf(gw, related, corev1.EventTypeWarning, reason, "Apply", "%s %s: %v", kind, related.GetName(), err)
 		case act != unchanged:
 			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
 		}
 	}
-
 	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, note)
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
 	}
-	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
-	_, act, err := applyChild(ctx, r.client, serviceChild, key, desiredService(gw))
-	note("Service", serviceChild.stub(key), act, err)
-	_, act, err = applyChild(ctx, r.client, ingressChild, key, desiredIngress(gw))
-	note("Ingress", ingressChild.stub(key), act, err)
+	if f := r.applyServiceAndIngress(ctx, gw, note); f != nil {
+		failures = append(failures, *f)
+	}
 	return dep, failures
 }
 
 // applyConfigAndDeployment renders the configuration and applies the
 // ConfigMap and the Deployment, whose pod template carries the
-// configuration's hash. Routes the renderer refuses leave both as they are.
+// configuration's hash. Routes the renderer refuses leave both as they are;
+// so does a ConfigMap name held by someone else, whose data the pods would
+// otherwise mount.
 func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, note func(string, client.Object, action, error)) (*appsv1.Deployment, *failure) {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
 	config, err := renderConfig(gw, renderOptions{Resolvers: r.opts.Resolvers, ClusterDomain: r.opts.ClusterDomain})
 	if err != nil {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", err)
-		return r.currentDeployment(ctx, key), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: err}
+		return r.currentDeployment(ctx, gw), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: err}
 	}
 	cmKey := client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}
-	_, act, err := applyChild(ctx, r.client, configMapChild, cmKey, desiredConfigMap(gw, config))
+	_, act, err := applyChild(ctx, r.clients, gw, configMapChild, cmKey, desiredConfigMap(gw, config))
 	note("ConfigMap", configMapChild.stub(cmKey), act, err)
-	dep, act, err := applyChild(ctx, r.client, deploymentChild, key, desiredDeployment(gw, deploymentParams{
+	if isNameTaken(err) {
+		return r.currentDeployment(ctx, gw), notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
+	}
+	dep, act, err := applyChild(ctx, r.clients, gw, deploymentChild, key, desiredDeployment(gw, deploymentParams{
 		Image:          r.opts.DefaultImage,
 		ConfigHash:     configHash(config),
 		LocalResolvers: len(r.opts.Resolvers) == 0,
 	}))
 	note("Deployment", deploymentChild.stub(key), act, err)
 	if err != nil {
-		return r.currentDeployment(ctx, key), nil
+		return r.currentDeployment(ctx, gw), nil
 	}
 	return dep, nil
 }
 
-// currentDeployment is the cached Deployment, or nil.
-func (r *Reconciler) currentDeployment(ctx context.Context, key client.ObjectKey) *appsv1.Deployment {
+// applyServiceAndIngress applies the Service and the Ingress, which sends
+// the gateway's hosts to the Service: while the Service's name is held by
+// someone else, the Ingress is left as it is, or that object would get
+// the gateway's traffic.
+func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGateway, note func(string, client.Object, action, error)) *failure {
+	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
+	_, act, err := applyChild(ctx, r.clients, gw, serviceChild, key, desiredService(gw))
+	note("Service", serviceChild.stub(key), act, err)
+	if isNameTaken(err) {
+		return notApplied("Ingress", gw.Name, "it would send the gateway's hosts to Service "+gw.Name)
+	}
+	_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, desiredIngress(gw))
+	note("Ingress", ingressChild.stub(key), act, err)
+	return nil
+}
+
+// notApplied is the failure of a child left alone because a child it
+// refers to, named in why, is taken.
+func notApplied(kind, name, why string) *failure {
+	return &failure{kind: kind, name: name, reason: ReasonChildNameTaken,
+		err: fmt.Errorf("not applied: %s, whose name is taken", why)}
+}
+
+// currentDeployment is gw's Deployment from the cache, or nil, also when
+// the object of its name is not gw's.
+func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *appsv1.Deployment {
 	dep := &appsv1.Deployment{}
-	if err := r.client.Get(ctx, key, dep); err != nil {
+	if err := r.clients.cached.Get(ctx, client.ObjectKeyFromObject(gw), dep); err != nil {
+		return nil
+	}
+	if checkControlled(dep, gw) != nil {
 		return nil
 	}
 	return dep
@@ -226,7 +320,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *a
 	}
 	patch := client.MergeFrom(gw.DeepCopy())
 	gw.Status = want
-	if err := r.client.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil

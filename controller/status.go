@@ -26,12 +26,16 @@ const (
 	ReasonApplyFailed        = "ApplyFailed"
 	ReasonInvalidRoutes      = "InvalidRoutes"
 	ReasonChildrenNotApplied = "ChildrenNotApplied"
+	// ReasonChildNameTaken: an object the gateway does not control holds
+	// a child's name; the user deletes or renames it, or renames the
+	// gateway.
+	ReasonChildNameTaken = "ChildNameTaken"
 )
 
 // failure is a child that could not be built or applied.
 type failure struct {
 	kind, name string
-	reason     string // ReasonApplyFailed or ReasonInvalidRoutes
+	reason     string // ReasonApplyFailed, ReasonInvalidRoutes or ReasonChildNameTaken
 	err        error
 }
 
@@ -99,12 +103,14 @@ func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failur
 	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse}
 	want := replicas(gw)
 	switch {
+	case len(failures) > 0:
+		// First: it says what keeps the Deployment from existing or
+		// changing, and what to do about it.
+		c.Reason, c.Message = failureReason(failures), "some children do not match the spec; see the Degraded condition"
 	case dep == nil:
 		c.Reason, c.Message = ReasonDeploymentMissing, "the gateway's Deployment does not exist yet"
 	case want == 0:
 		c.Reason, c.Message = ReasonScaledToZero, "spec.replicas is 0: no pod serves the routes"
-	case len(failures) > 0:
-		c.Reason, c.Message = failureReason(failures), "some children do not match the spec; see the Degraded condition"
 	case !rolledOut(gw, dep) || dep.Status.ReadyReplicas < want:
 		c.Reason = ReasonReplicasNotReady
 		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)
@@ -115,12 +121,15 @@ func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failur
 	return c
 }
 
-// failureReason is InvalidRoutes when the routes were refused (the user
-// must fix the spec), else ApplyFailed (the API server refused a child).
+// failureReason is the reason of the failure the user must act on first:
+// InvalidRoutes (fix the spec), then ChildNameTaken (free the name), then
+// ApplyFailed (the API server refused a child; retried).
 func failureReason(failures []failure) string {
-	for _, f := range failures {
-		if f.reason == ReasonInvalidRoutes {
-			return ReasonInvalidRoutes
+	for _, reason := range []string{ReasonInvalidRoutes, ReasonChildNameTaken} {
+		for _, f := range failures {
+			if f.reason == reason {
+				return reason
+			}
 		}
 	}
 	return ReasonApplyFailed

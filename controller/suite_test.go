@@ -51,8 +51,9 @@ func (o *operator) reconcileCount(name string) int {
 
 // startOperator runs the reconciler in a manager built the way main builds
 // it (CacheOptions merged into the manager options) until the test ends.
-// Every request the manager sends goes through a counting transport.
-func startOperator(t *testing.T) *operator {
+// Every request the manager sends goes through a counting transport; tune,
+// when given, changes the reconciler's options.
+func startOperator(t *testing.T, tune ...func(*Options)) *operator {
 	t.Helper()
 	op := &operator{writes: &writeCounter{}, reconciles: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
@@ -62,7 +63,11 @@ func startOperator(t *testing.T) *operator {
 	opts.Cache = CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
-	require.NoError(t, setup(mgr, Options{MaxConcurrentReconciles: 2, DefaultImage: testImage}, func(req ctrl.Request) {
+	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage}
+	for _, f := range tune {
+		f(&ropts)
+	}
+	require.NoError(t, setup(mgr, ropts, func(req ctrl.Request) {
 		op.mu.Lock()
 		defer op.mu.Unlock()
 		op.reconciles[req.Namespace+"/"+req.Name]++
