@@ -27,11 +27,17 @@ import (
 
 // RBAC of the self-signed mode: the one Secret (namespaced), and patching the
 // CA bundles of the webhook configurations and the CRD. The cert-manager
-// mode reads its Certificate and the same objects for readiness.
-// +kubebuilder:rbac:groups="",namespace=apigateway-operator-system,resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=cert-manager.io,namespace=apigateway-operator-system,resources=certificates,verbs=get;list;watch
+// mode reads its Certificate and the same objects for readiness. Every rule
+// names the objects of the flags' defaults (resourceNames; the informers
+// list and watch them by a metadata.name field selector, which the API
+// server authorizes against resourceNames), so the operator can touch no
+// other webhook configuration, CRD or Secret. No create: RBAC cannot limit
+// create to a name, so the manifests ship the Secret (see rotator.read).
+// TestRBACNamesTheFlagDefaults keeps these names and the flags in step.
+// +kubebuilder:rbac:groups="",namespace=apigateway-operator-system,resources=secrets,verbs=get;list;watch;update,resourceNames=apigateway-operator-webhook-cert
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=apigateway-operator-mutating-webhook-configuration;apigateway-operator-validating-webhook-configuration
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch,resourceNames=apigateways.example.com
+// +kubebuilder:rbac:groups=cert-manager.io,namespace=apigateway-operator-system,resources=certificates,verbs=get;list;watch,resourceNames=apigateway-operator-serving-cert
 
 // Provider serves the webhook server's certificate in one of the modes.
 type Provider struct {
@@ -122,6 +128,9 @@ func (p *Provider) ReadyCheck(req *http.Request) error {
 	}
 	chain := tlsChain(p.current())
 	if len(chain) == 0 {
+		if p.rotator != nil && p.rotator.err() != nil {
+			return fmt.Errorf("no serving certificate yet: %w", p.rotator.err())
+		}
 		return errors.New("no serving certificate yet")
 	}
 	now := p.clock.Now()

@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +30,9 @@ type rotator struct {
 	policy rotationPolicy
 	// wake is signalled by watch events on the Secret and the targets.
 	wake chan struct{}
+	// lastErr is the last pass's error (nil after a good pass), for the
+	// readiness check to say why there is no certificate yet.
+	lastErr atomic.Pointer[error]
 }
 
 func newRotator(p *Provider, mgr ctrl.Manager) (*rotator, error) {
@@ -72,6 +75,14 @@ func (r *rotator) poke() {
 	}
 }
 
+// err is the last pass's error, if any.
+func (r *rotator) err() error {
+	if p := r.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // NeedLeaderElection is false: every replica serves, so every replica
 // must follow the Secret.
 func (r *rotator) NeedLeaderElection() bool { return false }
@@ -85,8 +96,9 @@ func (r *rotator) Start(ctx context.Context) error {
 	for {
 		wait := r.p.opts.ResyncPeriod
 		next, err := r.sync(ctx)
+		r.lastErr.Store(&err)
 		switch {
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		case apierrors.IsConflict(err):
 			r.log.V(1).Info("another replica changed the Secret first; adopting it", "reason", err.Error())
 			wait = 0
 		case err != nil:
@@ -153,18 +165,16 @@ func (r *rotator) sync(ctx context.Context) (time.Time, error) {
 }
 
 // read gets the Secret straight from the API server (the cluster's client
-// does not cache Secrets); a missing Secret reads as a new, empty one.
+// does not cache Secrets). The operator never creates it: create cannot be
+// restricted to one name by RBAC, so the manifests ship it empty and the
+// operator may only read and update that one name.
 func (r *rotator) read(ctx context.Context) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.client.Get(ctx, r.key, &s)
 	if apierrors.IsNotFound(err) {
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: r.key.Namespace, Name: r.key.Name, Labels: map[string]string{
-				"app.kubernetes.io/name": "apigateway-operator", "app.kubernetes.io/component": "webhook-certificate",
-				"app.kubernetes.io/managed-by": "apigateway-operator",
-			}},
-			Type: corev1.SecretTypeTLS,
-		}, nil
+		return nil, fmt.Errorf("Secret %s not found: the operator fills it but does not create it; "+
+			"apply the manifests (manifests/rbac ships it empty) or `kubectl -n %s create secret generic %s`",
+			r.key, r.key.Namespace, r.key.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %s: %w", r.key, err)
@@ -172,12 +182,9 @@ func (r *rotator) read(ctx context.Context) (*corev1.Secret, error) {
 	return &s, nil
 }
 
-// write creates the Secret or updates it at the resourceVersion it was read
-// at, so of two replicas writing at once exactly one succeeds.
+// write updates the Secret at the resourceVersion it was read at, so of two
+// replicas writing at once exactly one succeeds.
 func (r *rotator) write(ctx context.Context, s *corev1.Secret) error {
-	if s.ResourceVersion == "" {
-		return r.client.Create(ctx, s)
-	}
 	return r.client.Update(ctx, s)
 }
 

@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,10 +33,11 @@ func injectedBundles(t *testing.T, o Options) [][]byte {
 	return [][]byte{mwc.Webhooks[0].ClientConfig.CABundle, vwc.Webhooks[0].ClientConfig.CABundle, crd.Spec.Conversion.Webhook.ClientConfig.CABundle}
 }
 
-func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *testing.T) {
+func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromAnEmptiedSecret(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "certs-basic")
 	o := testOptions(t, ns, "webhook-cert")
+	shipSecret(t, o)
 	op := startOperator(t, o)
 	installWebhooks(t, o, op.port, op.port, op.port, nil)
 
@@ -47,7 +49,6 @@ func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *
 	assert.Positive(t, op.calls.convert.Load(), "the API server called the conversion webhook")
 	requireRejectedAsDuplicate(t, ns, "gw-first")
 	secret := secretOf(t, o)
-	assert.Equal(t, corev1.SecretTypeTLS, secret.Type)
 	for _, b := range injectedBundles(t, o) {
 		assert.Equal(t, secret.Data[KeyCABundle], b, "every target got the Secret's bundle")
 	}
@@ -55,13 +56,17 @@ func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *
 	assert.Contains(t, leaf.DNSNames, "apigateway-operator-webhook."+ns+".svc")
 	assert.Contains(t, leaf.DNSNames, "apigateway-operator-webhook."+ns+".svc.cluster.local")
 
-	// Deleting the Secret makes a new CA, new bundles, and working webhooks.
-	require.NoError(t, env.Client.Delete(ctx, secret))
+	// Emptying the Secret (the README's way to force a new CA) makes a new
+	// CA, new bundles, and working webhooks.
+	oldBundle := secret.Data[KeyCABundle]
+	secret.Data = nil
+	require.NoError(t, env.Client.Update(ctx, secret))
 	var attempt atomic.Int64
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var s corev1.Secret
 		if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(secret), &s)) ||
-			!assert.NotEqual(c, secret.Data[KeyCABundle], s.Data[KeyCABundle], "the Secret still holds the old bundle") {
+			!assert.NotEmpty(c, s.Data[KeyCABundle], "the Secret is still empty") ||
+			!assert.NotEqual(c, oldBundle, s.Data[KeyCABundle], "the Secret still holds the old bundle") {
 			return
 		}
 		for _, b := range injectedBundles(t, o) {
@@ -72,7 +77,29 @@ func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromSecretDeletion(t *
 		if assert.NoError(c, op.p.ReadyCheck(nil)) {
 			assert.NoError(c, roundTrip(ctx, ns, fmt.Sprintf("gw-after-%d", attempt.Add(1))))
 		}
-	}, time.Minute, 100*time.Millisecond, "no recovery after the Secret was deleted")
+	}, time.Minute, 100*time.Millisecond, "no recovery after the Secret was emptied")
+}
+
+// TestSelfSignedWithoutItsSecretSaysWhyAndPicksItUp: the operator creates
+// no Secret (its RBAC cannot allow that for one name only), so a missing
+// one leaves it unready with the reason, and the shipped Secret is picked
+// up from its watch, without a restart.
+func TestSelfSignedWithoutItsSecretSaysWhyAndPicksItUp(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "certs-nosecret")
+	o := testOptions(t, ns, "webhook-cert")
+	op := startOperator(t, o)
+	installWebhooks(t, o, op.port, op.port, op.port, nil)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.ErrorContains(c, op.p.ReadyCheck(nil), "Secret "+ns+"/webhook-cert not found: the operator fills it but does not create it")
+	}, time.Minute, 50*time.Millisecond)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, &corev1.Secret{})
+	require.True(t, apierrors.IsNotFound(err), "the operator created the Secret: %v", err)
+
+	shipSecret(t, o)
+	op.waitReady(t)
+	waitConversionServed(t, ns)
 }
 
 // requireRejectedAsDuplicate shows the validating webhook at work: a
@@ -105,6 +132,7 @@ func TestSelfSignedRotationUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "certs-rotation")
 	o := testOptions(t, ns, "webhook-cert")
+	shipSecret(t, o)
 	o.CALifetime, o.CARenewBefore = 40*time.Second, 24*time.Second
 	o.CertLifetime, o.CertRenewBefore = 12*time.Second, 6*time.Second
 	o.PropagationDelay, o.CAGracePeriod = 2*time.Second, 4*time.Second
@@ -159,6 +187,7 @@ func TestSelfSignedInstancesSharingASecretSettle(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "certs-pair")
 	o := testOptions(t, ns, "webhook-cert")
+	shipSecret(t, o)
 	a, b := startOperator(t, o), startOperator(t, o)
 	installWebhooks(t, o, a.port, b.port, a.port, nil)
 	a.waitReady(t)

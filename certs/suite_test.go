@@ -32,7 +32,10 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+// The kube-apiserver of this suite presents a client certificate signed by
+// the CA in apiServerClientCA to every admission webhook (see
+// presentClientCert); servers that ask for none are not affected.
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{APIServer: presentClientCert}) }
 
 const (
 	crdName = "apigateways.example.com"
@@ -110,23 +113,63 @@ func (s countingServer) Register(path string, hook http.Handler) {
 // ends.
 func startOperator(t *testing.T, o Options) *operator {
 	t.Helper()
+	return startInstance(t, o, instance{})
+}
+
+// instance is how an operator under test runs, beyond its certificate
+// options.
+type instance struct {
+	// clientCA, when set, turns on client authentication with this CA
+	// file, as --webhook-client-ca does.
+	clientCA string
+	// config reaches the API server; env.Config when nil.
+	config *rest.Config
+}
+
+// startInstance is startOperator with in's settings. The webhook counters
+// count only the calls that got through client authentication.
+func startInstance(t *testing.T, o Options, in instance) *operator {
+	t.Helper()
 	p, err := New(o)
 	require.NoError(t, err)
 	op := &operator{p: p, port: freePort(t), calls: &webhookCalls{}}
 
-	opts := env.ManagerOptions()
-	opts.WebhookServer = countingServer{
-		Server: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: []func(*tls.Config){p.TLSConfig}}),
-		calls:  op.calls,
+	tlsOpts := []func(*tls.Config){p.TLSConfig}
+	var auth *ClientAuth
+	if in.clientCA != "" {
+		auth, err = NewClientAuth(in.clientCA, convertPath)
+		require.NoError(t, err)
+		tlsOpts = append(tlsOpts, auth.TLSConfig)
 	}
-	cfg := rest.CopyConfig(env.Config)
+	var srv webhook.Server = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: tlsOpts})
+	if auth != nil {
+		srv = auth.Server(srv)
+	}
+	opts := env.ManagerOptions()
+	opts.WebhookServer = countingServer{Server: srv, calls: op.calls}
+	cfg := env.Config
+	if in.config != nil {
+		cfg = in.config
+	}
+	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "certs-test"
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultReplicas: 1}))
 	require.NoError(t, p.SetupWithManager(mgr))
+	if auth != nil {
+		require.NoError(t, mgr.Add(auth))
+	}
 	env.StartManager(t, mgr)
 	return op
+}
+
+// shipSecret creates the empty Secret of o, as the manifests ship it
+// (manifests/rbac/webhook_cert_secret.yaml): no type, no data.
+func shipSecret(t *testing.T, o Options) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.SecretNamespace, Name: o.SecretName}}
+	require.NoError(t, env.Client.Create(context.Background(), s))
 }
 
 // waitReady waits until the provider's readiness check passes.

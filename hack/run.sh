@@ -5,10 +5,13 @@
 # It starts etcd, kube-apiserver and kube-controller-manager (the ./bin/k8s
 # binaries `make k8s` builds, the same ones the tests use) on 127.0.0.1 with
 # their data in $RUN_DIR, writes an admin kubeconfig, installs
-# manifests/local (CRD, webhook configurations pointed at 127.0.0.1, RBAC)
-# and runs the real operator binary in self-signed certificate mode, as the
-# operator's ServiceAccount so the generated least-privilege RBAC is what
-# applies, as in a cluster. Ctrl-C (or SIGTERM/SIGHUP) stops everything,
+# manifests/local (CRD, webhook configurations pointed at 127.0.0.1, RBAC,
+# the empty certificate Secret) and runs the real operator binary in
+# self-signed certificate mode, as the operator's ServiceAccount so the
+# generated least-privilege RBAC is what applies, as in a cluster. The
+# kube-apiserver presents a client certificate to the admission webhooks
+# (its admission configuration), and the operator accepts no other caller
+# there (--webhook-client-ca). Ctrl-C (or SIGTERM/SIGHUP) stops everything,
 # operator first; the data stays in $RUN_DIR, so the next run starts where
 # this one stopped.
 #
@@ -253,6 +256,53 @@ prepare() {
 	fi
 	admin_token=$(sed -n '1s/,.*//p' "$RUN_DIR/pki/tokens.csv")
 	operator_token=$(sed -n '2s/,.*//p' "$RUN_DIR/pki/tokens.csv")
+	write_webhook_client_auth
+}
+
+# write_webhook_client_auth makes, at every start, a client CA and a
+# certificate it signs for kube-apiserver to present to the admission
+# webhooks, and the admission configuration that says so: a kubeconfig
+# whose user is named after the webhooks' host and port, as the README's
+# Security section describes for a cluster. The operator trusts the CA
+# (--webhook-client-ca). The conversion webhook gets no client certificate
+# from kube-apiserver, whatever its configuration; the operator leaves
+# /convert open.
+write_webhook_client_auth() {
+	local pki=$RUN_DIR/pki dir=$RUN_DIR/admission plugin
+	mkdir -p "$dir"
+	(
+		umask 077
+		openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+			-keyout "$pki/webhook-client-ca.key" -out "$pki/webhook-client-ca.crt" -days 365 \
+			-subj "/CN=make run webhook client CA" \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+		openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+			-keyout "$pki/webhook-client.key" -subj "/CN=kube-apiserver" 2>/dev/null |
+			openssl x509 -req -CA "$pki/webhook-client-ca.crt" -CAkey "$pki/webhook-client-ca.key" \
+				-set_serial "0x$(openssl rand -hex 16)" -days 365 -out "$pki/webhook-client.crt" \
+				-extfile <(printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n') 2>/dev/null
+		cat >"$dir/webhook-kubeconfig.yaml" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "127.0.0.1:$WEBHOOK_PORT"
+  user:
+    client-certificate: $pki/webhook-client.crt
+    client-key: $pki/webhook-client.key
+EOF
+		{
+			printf 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n'
+			for plugin in ValidatingAdmissionWebhook MutatingAdmissionWebhook; do
+				cat <<EOF
+- name: $plugin
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $dir/webhook-kubeconfig.yaml
+EOF
+			done
+		} >"$dir/admission-config.yaml"
+	) || die "making the webhook client certificate failed"
 }
 
 # write_kubeconfig FILE USER TOKEN: the API server's certificate file holds
@@ -296,9 +346,10 @@ start_apiserver() {
 	log "Starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 	# The flags envtest uses, plus authentication by token and RBAC: the
 	# admin token is in system:masters, and the operator runs under its own
-	# identity so its RBAC is checked as in a cluster. No endpoint
-	# reconciler: the "kubernetes" Service may not point at a loopback
-	# address, and nothing here needs it.
+	# identity so its RBAC is checked as in a cluster. The admission
+	# configuration gives it a client certificate for the webhooks. No
+	# endpoint reconciler: the "kubernetes" Service may not point at a
+	# loopback address, and nothing here needs it.
 	start kube-apiserver "$RUN_DIR/logs/kube-apiserver.log" "$K8S_BIN/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 		--bind-address=127.0.0.1 \
@@ -311,6 +362,7 @@ start_apiserver() {
 		--service-account-key-file="$RUN_DIR/pki/sa.key" \
 		--service-account-signing-key-file="$RUN_DIR/pki/sa.key" \
 		--service-cluster-ip-range=10.0.0.0/24 \
+		--admission-control-config-file="$RUN_DIR/admission/admission-config.yaml" \
 		--endpoint-reconciler-type=none
 	wait_until kube-apiserver "starting" test -s "$RUN_DIR/pki/apiserver.crt"
 	write_kubeconfig "$RUN_DIR/kubeconfig" admin "$admin_token"
@@ -333,7 +385,7 @@ start_controller_manager() {
 }
 
 install_manifests() {
-	log "Installing manifests/local (CRD, webhook configurations -> https://127.0.0.1:$WEBHOOK_PORT, RBAC)"
+	log "Installing manifests/local (CRD, webhook configurations -> https://127.0.0.1:$WEBHOOK_PORT, RBAC, certificate Secret)"
 	# The overlay names port 9443, the operator's default; another port is
 	# substituted in the rendered YAML.
 	"$kubectl" kustomize "$root/manifests/local" |
@@ -345,9 +397,10 @@ install_manifests() {
 }
 
 start_operator() {
-	log "Starting $(show "$OPERATOR_BIN") (webhooks on https://127.0.0.1:$WEBHOOK_PORT, probes on 127.0.0.1:$PROBE_PORT)"
+	log "Starting $(show "$OPERATOR_BIN") (webhooks on https://127.0.0.1:$WEBHOOK_PORT for kube-apiserver's client certificate, probes on 127.0.0.1:$PROBE_PORT)"
 	start apigateway-operator console "$OPERATOR_BIN" \
 		--kubeconfig="$RUN_DIR/operator.kubeconfig" \
+		--webhook-client-ca="$RUN_DIR/pki/webhook-client-ca.crt" \
 		--cert-mode=self-signed \
 		--cert-extra-hosts=127.0.0.1,localhost \
 		--cert-secret-namespace="$operator_ns" \

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,11 +21,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
@@ -64,7 +71,7 @@ func TestDefaultOverlayServerDryRun(t *testing.T) {
 	applyOperatorNamespace(t)
 	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("default"))
 	require.NoError(t, res.Err)
-	assertDryRunOf(t, res.Stdout, defaultObjects...)
+	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects), selfSignedSecret)...)
 }
 
 func TestCertManagerOverlayServerDryRun(t *testing.T) {
@@ -72,6 +79,7 @@ func TestCertManagerOverlayServerDryRun(t *testing.T) {
 	applyOperatorNamespace(t)
 	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("cert-manager"))
 	require.NoError(t, res.Err)
+	assert.NotContains(t, res.Stdout, selfSignedSecret, "cert-manager mode keeps its certificate in cert-manager's Secret")
 	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects),
 		"issuer.cert-manager.io/apigateway-operator-selfsigned",
 		"issuer.cert-manager.io/apigateway-operator-ca",
@@ -80,7 +88,12 @@ func TestCertManagerOverlayServerDryRun(t *testing.T) {
 	)...)
 }
 
-// defaultObjects are what `kubectl apply -k manifests/default` creates.
+// selfSignedSecret is the empty Secret the self-signed mode fills: the
+// operator may not create Secrets (see TestRBACNamesWhatItWrites).
+const selfSignedSecret = "secret/apigateway-operator-webhook-cert"
+
+// defaultObjects are what `kubectl apply -k manifests/default` creates,
+// besides selfSignedSecret, and the cert-manager overlay too.
 var defaultObjects = []string{
 	"customresourcedefinition.apiextensions.k8s.io/apigateways.example.com",
 	"serviceaccount/apigateway-operator",
@@ -92,6 +105,7 @@ var defaultObjects = []string{
 	"service/apigateway-operator-metrics",
 	"deployment.apps/apigateway-operator",
 	"poddisruptionbudget.policy/apigateway-operator",
+	"networkpolicy.networking.k8s.io/apigateway-operator",
 	"mutatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-mutating-webhook-configuration",
 	"validatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-validating-webhook-configuration",
 }
@@ -240,6 +254,151 @@ func TestRBACHasNoWildcards(t *testing.T) {
 		}
 	}
 	assert.Positive(t, rules, "the RBAC base has roles")
+}
+
+// namedOnly are the resources the operator may touch only by name
+// (resourceNames): the cluster-scoped admission objects, which every write
+// in the cluster goes through, and Secrets.
+var namedOnly = map[string]string{
+	"mutatingwebhookconfigurations":   "MutatingWebhookConfiguration",
+	"validatingwebhookconfigurations": "ValidatingWebhookConfiguration",
+	"customresourcedefinitions":       "CustomResourceDefinition",
+	"secrets":                         "Secret",
+}
+
+// unnamedCreates are the justified exceptions, as "Kind name: resources"
+// (comma-separated as the rule lists them): a
+// rule granting only create on a namedOnly resource, which resourceNames
+// cannot restrict (no name is known when a create is authorized). None:
+// the operator's one Secret ships in manifests/rbac instead.
+var unnamedCreates = []string{}
+
+// TestRBACNamesWhatItWrites: every rule over a namedOnly resource names
+// its objects, grants no create (resourceNames cannot limit it), and names
+// only objects the default overlay ships.
+func TestRBACNamesWhatItWrites(t *testing.T) {
+	shipped := kustomize(t, "default")
+	named := 0
+	for _, o := range kustomize(t, "rbac") {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		list, _, err := unstructured.NestedSlice(o.Object, "rules")
+		require.NoError(t, err)
+		for i, raw := range list {
+			var r rbacv1.PolicyRule
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(raw.(map[string]any), &r))
+			var kinds []string
+			for _, res := range r.Resources {
+				if kind, ok := namedOnly[res]; ok {
+					kinds = append(kinds, kind)
+				}
+			}
+			if len(kinds) == 0 {
+				continue
+			}
+			where := fmt.Sprintf("%s %s rule %d (%v, verbs %v)", o.GetKind(), o.GetName(), i, r.Resources, r.Verbs)
+			if len(r.ResourceNames) == 0 {
+				exception := slices.Equal(r.Verbs, []string{"create"}) && slices.Contains(unnamedCreates, o.GetKind()+" "+o.GetName()+": "+strings.Join(r.Resources, ","))
+				assert.True(t, exception, "%s: no resourceNames; the operator may touch every %v", where, kinds)
+				continue
+			}
+			named++
+			assert.NotContains(t, r.Verbs, "create", "%s: resourceNames cannot restrict create", where)
+			// A rule may cover several kinds (the two webhook
+			// configuration kinds): each name is an object of one of them.
+			for _, name := range r.ResourceNames {
+				assert.True(t, slices.ContainsFunc(kinds, func(kind string) bool { return ships(shipped, kind, o.GetNamespace(), name) }),
+					"%s names %s, which manifests/default does not ship as any of %v", where, name, kinds)
+			}
+		}
+	}
+	assert.Positive(t, named, "the RBAC has rules over the named-only resources")
+}
+
+// ships reports whether objs hold an object of kind, namespace and name.
+func ships(objs []*unstructured.Unstructured, kind, namespace, name string) bool {
+	return slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name
+	})
+}
+
+// TestNetworkPolicy holds the manager's NetworkPolicy to the Deployment it
+// guards: it selects the operator's pods, admits ingress only to the
+// webhook port (rule 0, from anywhere until patched: the README's patch
+// point) and to the metrics port from the monitoring namespace, and the
+// named ports exist on the container.
+func TestNetworkPolicy(t *testing.T) {
+	objs := kustomize(t, "default")
+	var policy networkingv1.NetworkPolicy
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "NetworkPolicy", "apigateway-operator").Object, &policy))
+	var dep appsv1.Deployment
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "Deployment", "apigateway-operator").Object, &dep))
+
+	selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+	require.NoError(t, err)
+	assert.True(t, selector.Matches(labels.Set(dep.Spec.Template.Labels)), "the policy selects the operator's pods")
+	assert.Equal(t, dep.Namespace, policy.Namespace)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, policy.Spec.PolicyTypes)
+
+	tcp := ptr.To(corev1.ProtocolTCP)
+	port := func(name string) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Protocol: tcp, Port: ptr.To(intstr.FromString(name))}}
+	}
+	assert.Equal(t, []networkingv1.NetworkPolicyIngressRule{
+		{Ports: port("webhook")},
+		{Ports: port("metrics"), From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+		}}}},
+	}, policy.Spec.Ingress)
+
+	ports := map[string]int32{}
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	assert.Equal(t, int32(9443), ports["webhook"], "the webhook port the policy names (--webhook-port's default)")
+	assert.Equal(t, int32(8443), ports["metrics"], "the metrics port the policy names (--metrics-bind-address's default)")
+}
+
+// webhookSourcePatch is the patch the README's Security section documents
+// for restricting the webhook port to the control plane's addresses.
+const webhookSourcePatch = `- op: add
+  path: /spec/ingress/0/from
+  value:
+    - ipBlock:
+        cidr: 10.0.0.0/24`
+
+// TestNetworkPolicyPatchPointServerDryRun applies the default overlay with
+// the README's patch on top through a server-side dry run: rule 0 then
+// admits the webhook port from that block only.
+func TestNetworkPolicyPatchPointServerDryRun(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(env.Root, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "path: /spec/ingress/0/from", "the README documents the patch point")
+
+	applyOperatorNamespace(t)
+	dir := t.TempDir()
+	base, err := filepath.Rel(dir, manifestDir("default"))
+	require.NoError(t, err)
+	overlay := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + base + "\n" +
+		"patches:\n  - target: {kind: NetworkPolicy, name: apigateway-operator}\n    patch: |-\n" +
+		indent(webhookSourcePatch, "      ") + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600))
+
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", dir)
+	require.NoError(t, res.Err)
+	assertDryRunOf(t, res.Stdout, "networkpolicy.networking.k8s.io/apigateway-operator")
+
+	res = env.Kubectl(t.Context(), nil, "kustomize", dir)
+	require.NoError(t, res.Err)
+	var policy networkingv1.NetworkPolicy
+	np := find(t, parseObjects(t, []byte(res.Stdout)), "NetworkPolicy", "apigateway-operator")
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(np.Object, &policy))
+	assert.Equal(t, []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}}, policy.Spec.Ingress[0].From)
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
 // TestSamples applies the valid samples and then each invalid one, with the

@@ -63,9 +63,18 @@ func run(o *options) error {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "apigateway-operator"
-	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig))
+	auth, err := o.clientAuth()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig, auth))
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
+	}
+	if auth != nil {
+		if err := mgr.Add(auth); err != nil {
+			return err
+		}
 	}
 	if err := serving.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the serving certificate: %w", err)

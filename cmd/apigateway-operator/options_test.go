@@ -2,20 +2,33 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"flag"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/webhooks"
 )
 
 func parse(t *testing.T, args ...string) (*options, error) {
@@ -131,4 +144,116 @@ func startWebhookServer(t *testing.T, o *options) string {
 		return started(nil) == nil, nil
 	}))
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// TestWebhookClientCA starts the webhook server main builds from the flags,
+// with handlers on the real webhook paths, and checks who gets through:
+// with --webhook-client-ca, only callers with a certificate of that CA on
+// the admission paths, anyone on /convert; without it, anyone.
+func TestWebhookClientCA(t *testing.T) {
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "client-ca.crt")
+	clientCert := writeClientCA(t, caFile)
+
+	tests := map[string]struct {
+		args []string
+		cert bool
+		path string
+		want int
+	}{
+		"no flag: anyone":                    {path: webhooks.ValidatePath, want: http.StatusOK},
+		"no certificate: validate refused":   {args: []string{"--webhook-client-ca=" + caFile}, path: webhooks.ValidatePath, want: http.StatusUnauthorized},
+		"no certificate: mutate refused":     {args: []string{"--webhook-client-ca=" + caFile}, path: webhooks.MutatePath, want: http.StatusUnauthorized},
+		"no certificate: convert stays open": {args: []string{"--webhook-client-ca=" + caFile}, path: webhooks.ConvertPath, want: http.StatusOK},
+		"certificate: validate":              {args: []string{"--webhook-client-ca=" + caFile}, cert: true, path: webhooks.ValidatePath, want: http.StatusOK},
+		"certificate: mutate":                {args: []string{"--webhook-client-ca=" + caFile}, cert: true, path: webhooks.MutatePath, want: http.StatusOK},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := parse(t, tc.args...)
+			require.NoError(t, err)
+			auth, err := o.clientAuth()
+			require.NoError(t, err)
+			addr := startManagerWebhookServer(t, o, auth)
+
+			cfg := &tls.Config{InsecureSkipVerify: true} // the test checks the client side
+			if tc.cert {
+				cfg.Certificates = []tls.Certificate{clientCert}
+			}
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+			resp, err := c.Post("https://"+addr+tc.path, "application/json", strings.NewReader("{}"))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			assert.Equal(t, tc.want, resp.StatusCode)
+		})
+	}
+
+	o, err := parse(t, "--webhook-client-ca="+filepath.Join(dir, "missing.crt"))
+	require.NoError(t, err)
+	_, err = o.clientAuth()
+	assert.ErrorContains(t, err, "--webhook-client-ca: open ")
+}
+
+// startManagerWebhookServer starts the webhook server of o's manager
+// options on a free port, with a self-signed serving certificate and a
+// handler answering 200 on each webhook path.
+func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth) string {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	require.NoError(t, err)
+	serving, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	o.webhookPort = l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+
+	srv := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
+	}, auth).WebhookServer
+	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
+		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	started := srv.StartedChecker()
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return started(nil) == nil, nil
+	}))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(o.webhookPort))
+}
+
+// writeClientCA writes a new CA to file and returns a client certificate it
+// signed.
+func writeClientCA(t *testing.T, file string) tls.Certificate {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test client CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600))
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"example.com/apigateway-operator/internal/testenv"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/testenv"
 )
 
 // Bounds of every wait. A loaded 2-core machine takes far longer than an idle
@@ -76,6 +80,7 @@ func TestMakeRun(t *testing.T) {
 	s.assertDefaulted(t, r)
 	s.assertInvalidRefused(t, r)
 	s.assertReadAsV1alpha1(t, r)
+	s.assertOnlyTheAPIServerAdmits(t)
 	r.stop(t, syscall.SIGINT)
 	s.assertNothingLeft(t, pids)
 
@@ -107,6 +112,7 @@ func TestMakeRun(t *testing.T) {
 type setup struct {
 	root, k8sBin, runDir string
 	env                  []string
+	webhookPort          int
 }
 
 func newSetup(t *testing.T) *setup {
@@ -134,6 +140,7 @@ func newSetup(t *testing.T) *setup {
 	t.Logf("built the operator in %s", time.Since(start).Round(time.Millisecond))
 
 	ports := freePorts(t, 5)
+	s.webhookPort = ports[2]
 	s.env = []string{
 		"RUN_DIR=" + s.runDir,
 		"RUN_FRESH=",
@@ -197,6 +204,37 @@ func (s *setup) assertReadAsV1alpha1(t *testing.T, r *run) {
 		}
 		return nil
 	})
+}
+
+// assertOnlyTheAPIServerAdmits posts an AdmissionReview to the validating
+// webhook as any pod could: without a client certificate it is refused;
+// with the one the script made for kube-apiserver it is answered. The
+// conversion webhook stays open (kube-apiserver presents no certificate to
+// it), which assertReadAsV1alpha1 relies on.
+func (s *setup) assertOnlyTheAPIServerAdmits(t *testing.T) {
+	t.Helper()
+	gw := &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"}}
+	review, err := testenv.AdmissionReview("e2e", gw)
+	require.NoError(t, err)
+	apiServerCert, err := tls.LoadX509KeyPair(filepath.Join(s.runDir, "pki", "webhook-client.crt"), filepath.Join(s.runDir, "pki", "webhook-client.key"))
+	require.NoError(t, err, "hack/run.sh writes kube-apiserver's webhook client certificate")
+	url := fmt.Sprintf("https://127.0.0.1:%d/validate-example-com-v1-apigateway", s.webhookPort)
+	for name, tc := range map[string]struct {
+		certs []tls.Certificate
+		want  int
+	}{
+		"no client certificate":        {want: http.StatusUnauthorized},
+		"kube-apiserver's certificate": {certs: []tls.Certificate{apiServerCert}, want: http.StatusOK},
+	} {
+		// The test checks who may call, not the server's identity.
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: tc.certs}, //nolint:gosec // see above
+		}}
+		resp, err := c.Post(url, "application/json", bytes.NewReader(review))
+		require.NoError(t, err, name)
+		_ = resp.Body.Close()
+		assert.Equal(t, tc.want, resp.StatusCode, name)
+	}
 }
 
 // assertGarbageCollected deletes the seed gateway and waits for

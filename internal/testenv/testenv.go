@@ -46,6 +46,12 @@ type Options struct {
 	// ServiceClusterIPRange, when set, replaces envtest's /24 Service range
 	// (253 ClusterIPs), for suites that create more Services than that.
 	ServiceClusterIPRange string
+	// APIServer, when set, is called before the kube-apiserver starts with
+	// a scratch directory that is removed when the environment stops. It
+	// writes there the files its flags name and returns kube-apiserver
+	// flags, each replacing envtest's value (e.g.
+	// "admission-control-config-file").
+	APIServer func(dir string) (flags map[string]string, err error)
 }
 
 // Env is a running control plane.
@@ -133,16 +139,36 @@ func Start(opts Options) (*Env, error) {
 	if opts.ServiceClusterIPRange != "" {
 		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
 	}
+	dir, err := os.MkdirTemp("", "testenv-")
+	if err != nil {
+		return nil, err
+	}
+	if opts.APIServer != nil {
+		files := filepath.Join(dir, "kube-apiserver")
+		err := os.Mkdir(files, 0o700)
+		var flags map[string]string
+		if err == nil {
+			flags, err = opts.APIServer(files)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("configuring the kube-apiserver: %w", err)
+		}
+		for name, value := range flags {
+			env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the control plane from %s (run `make k8s` to build it): %w", assets, err)
 	}
-	e := &Env{Config: cfg, Scheme: scheme, Root: root, env: env, kubectl: filepath.Join(assets, "kubectl")}
+	e := &Env{Config: cfg, Scheme: scheme, Root: root, env: env, kubectl: filepath.Join(assets, "kubectl"), dir: dir}
 	if len(opts.Webhooks.Paths) > 0 || len(opts.Webhooks.MutatingWebhooks)+len(opts.Webhooks.ValidatingWebhooks) > 0 {
 		e.Webhooks = &env.WebhookInstallOptions
 	}
 	if err := e.init(); err != nil {
-		_ = env.Stop()
+		_ = e.Stop()
 		return nil, err
 	}
 	return e, nil
@@ -152,9 +178,6 @@ func (e *Env) init() error {
 	var err error
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
 		return fmt.Errorf("building a client: %w", err)
-	}
-	if e.dir, err = os.MkdirTemp("", "testenv-"); err != nil {
-		return err
 	}
 	admin, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
