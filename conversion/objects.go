@@ -179,7 +179,17 @@ func (c *converter) convertRun(objects []jsontext.Value, first int) ([]byte, err
 			done++
 		}
 	}
-	return buf.Bytes(), nil
+	return trim(buf.Bytes()), nil
+}
+
+// trim returns run without the spare capacity growing its buffer left: a
+// run that outgrew the estimate can hold twice its length, and the runs
+// of a large review are all held until the whole response is written.
+func trim(run []byte) []byte {
+	if cap(run)-len(run) <= len(run)/8 {
+		return run
+	}
+	return bytes.Clone(run)
 }
 
 // convertOne appends raw, the object at index in the request, to buf,
