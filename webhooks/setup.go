@@ -21,6 +21,10 @@ type Options struct {
 	// to 100. Zero is a valid choice, so it is not replaced: main's flag
 	// defaults to the package's DefaultReplicas.
 	DefaultReplicas int32
+	// MaxInflightBytes bounds the bytes all requests in flight on the
+	// webhook server hold together (see inflight.go): 0 for
+	// DefaultMaxInflightBytes(), else at least MinInflightBytes.
+	MaxInflightBytes int64
 }
 
 // SetupWithManager registers the field index, the defaulting, validating and
@@ -58,16 +62,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding the Service cache to the manager: %w", err)
 	}
 
+	bound, err := newInflight(opts.MaxInflightBytes)
+	if err != nil {
+		return err
+	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, &admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
+	srv.Register(MutatePath, bound.wrap(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-	}}}})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: validatingHandler{
+	}}}}, admissionCopies))
+	srv.Register(ValidatePath, bound.wrap(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Services: services}},
-	}})
-	srv.Register(ConvertPath, conversion.NewWebhookHandler())
+	}}, admissionCopies))
+	srv.Register(ConvertPath, bound.wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil
 }
 
