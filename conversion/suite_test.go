@@ -309,7 +309,9 @@ func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 	}
 
 	t.Run("route another gateway serves (webhook, reads other gateways)", func(t *testing.T) {
-		require.NoError(t, env.Client.Create(ctx, richGateway(ns, "owner", "taken.example.com")))
+		// Routes conflict only with the same pathType and ingress class:
+		// a v1alpha1 route is a Prefix route of the default class.
+		require.NoError(t, env.Client.Create(ctx, alphaGateway(ns, "owner", "taken.example.com")))
 		// The webhook sees other gateways through the manager's cache, which
 		// learns of "owner" shortly after its creation.
 		var err error

@@ -8,9 +8,11 @@
 // normalizes host names; Validate checks every rule of the API contract and
 // returns all errors with their field paths, plus warnings. Defaulter and
 // Validator only gather what those functions need: the namespace's
-// annotation from a metadata-only cache, the gateways that already serve a
-// host and path from an index on the APIGateway informer (HostPathIndex),
-// and backend Service ports from a slim Service cache of their own. The
+// annotation from a metadata-only cache, the gateways of any namespace that
+// already serve a route (RouteKey: ingress class, host, pathType and
+// normalised path) from an index on the cluster-wide APIGateway informer
+// (RouteIndex), and backend Service ports from a slim Service cache of
+// their own. The
 // HTTP side is controller-runtime's admission.Webhook; the handlers in
 // handlers.go decode each object once and build the defaulting patch
 // directly (see there for the measurements behind that).

@@ -195,7 +195,7 @@ func validatingWebhook(gateways GatewayFinder) *admission.Webhook {
 // testFinder is the production GatewayFinder over an indexer holding gws.
 func testFinder(t testing.TB, gws ...*v1.APIGateway) GatewayFinder {
 	t.Helper()
-	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{HostPathIndex: indexHostPaths})
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{RouteIndex: indexRouteKeys})
 	for _, gw := range gws {
 		require.NoError(t, indexer.Add(gw))
 	}
@@ -205,7 +205,7 @@ func testFinder(t testing.TB, gws ...*v1.APIGateway) GatewayFinder {
 // failingFinder is a cache that cannot answer.
 type failingFinder struct{}
 
-func (failingFinder) Serving(context.Context, string, string) ([]*v1.APIGateway, error) {
+func (failingFinder) Serving(context.Context, string) ([]*v1.APIGateway, error) {
 	return nil, errors.New("cache unavailable")
 }
 
@@ -231,7 +231,16 @@ func TestValidatorHandler(t *testing.T) {
 	legacy.Spec.TLS = nil
 	elsewhere := legacy.DeepCopy()
 	elsewhere.Name, elsewhere.Namespace = "elsewhere", "other"
-	elsewhere.Spec.Routes[0].Path = "/users/"
+	elsewhere.Spec.Routes = []v1.Route{route("/shop/", "s", 80)}
+	// The same namespace and name as the gateway under test, in another
+	// namespace: another gateway.
+	namesake := elsewhere.DeepCopy()
+	namesake.Name = "gw"
+	namesake.Spec.Routes = []v1.Route{route("/cart", "s", 80)}
+	// Another ingress class: it never conflicts.
+	otherClass := legacy.DeepCopy()
+	otherClass.Name, otherClass.Spec.IngressClassName = "other-class", ptr.To("internal")
+	otherClass.Spec.Routes = []v1.Route{route("/users/", "s", 80), route("/products/", "s", 80)}
 
 	tests := map[string]struct {
 		old, gw  func(*v1.APIGateway)
@@ -242,12 +251,28 @@ func TestValidatorHandler(t *testing.T) {
 	}{
 		"no conflict, no warning": {},
 		"route served by another gateway": {
-			gw:      func(gw *v1.APIGateway) { gw.Name, gw.Spec.Routes[1].Path = "new", "/orders/" },
-			wantErr: `APIGateway.example.com "new" is invalid: spec.routes[1]: Duplicate value: "api.example.com/orders/": host and path already served by APIGateway "legacy" in namespace "default"`,
+			gw: func(gw *v1.APIGateway) { gw.Name, gw.Spec.Routes[1].Path = "new", "/orders/" },
+			wantErr: `APIGateway.example.com "new" is invalid: spec.routes[1]: Duplicate value: "api.example.com/orders/ (Prefix)": ` +
+				`host and path already served by APIGateway default/legacy, which also routes api.example.com/orders (Prefix) for the cluster's default ingress class`,
 		},
 		"path with index-selector characters": {
 			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a,b=c/" },
-			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/a,b=c/": host and path already served by APIGateway "legacy"`,
+			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/a,b=c/ (Prefix)": host and path already served by APIGateway default/legacy`,
+		},
+		"route served by a gateway of another namespace": {
+			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%73hop" },
+			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/%73hop (Prefix)": host and path already served by APIGateway other/elsewhere, which also routes api.example.com/shop (Prefix)`,
+		},
+		"a namesake in another namespace is another gateway": {
+			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/cart/" },
+			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/cart/ (Prefix)": host and path already served by APIGateway other/gw`,
+		},
+		"the same routes in another ingress class": {
+			gw: func(gw *v1.APIGateway) { gw.Spec.Routes = otherClass.Spec.Routes },
+		},
+		"an update checks only the routes it adds, once normalised": {
+			old: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%6frders/" },
+			gw:  func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/orders" },
 		},
 		"updating a gateway does not conflict with itself": {
 			gw:  func(gw *v1.APIGateway) { *gw = *legacy.DeepCopy(); gw.Spec.Replicas = ptr.To[int32](3) },
@@ -266,13 +291,13 @@ func TestValidatorHandler(t *testing.T) {
 		},
 		"a failed lookup is an error": {
 			finder:  failingFinder{},
-			wantErr: "looking up the APIGateways that serve the same hosts and paths: cache unavailable",
+			wantErr: "looking up the APIGateways that serve the same routes: cache unavailable",
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			if tc.finder == nil {
-				tc.finder = testFinder(t, legacy, elsewhere)
+				tc.finder = testFinder(t, legacy, elsewhere, namesake, otherClass)
 			}
 			v := &Validator{Gateways: tc.finder, Services: tc.ports}
 			gw := gatewayWith(tc.gw)

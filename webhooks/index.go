@@ -5,59 +5,89 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/internal/routepath"
 )
 
-// HostPathIndex is the index on the APIGateway informer that holds one
-// value per distinct route host and path of each gateway,
-// "namespace/host path" (a space cannot occur in a host or path). The
-// validating webhook looks each new route up in it, so finding the gateways
-// that already serve a host+path costs the same with ten or ten thousand
-// gateways in the namespace.
-const HostPathIndex = "apigateway.example.com/host-path"
+// RouteIndex is the index on the APIGateway informer that holds one value
+// per distinct RouteKey of each gateway, in every namespace. The validating
+// webhook looks each new route up in it, so finding the gateways that
+// already serve a route costs the same with ten or ten thousand gateways.
+const RouteIndex = "apigateway.example.com/route-key"
 
-// GatewayFinder finds the APIGateways that serve a host and path.
+// GatewayFinder finds the APIGateways that serve a route.
 type GatewayFinder interface {
-	// Serving returns the APIGateways of namespace with a route on key, a
-	// value of HostPathKeys. They are shared with the cache: read only.
-	Serving(ctx context.Context, namespace, key string) ([]*v1.APIGateway, error)
+	// Serving returns the APIGateways, of any namespace, with a route whose
+	// RouteKey is key. They are shared with the cache: read only.
+	Serving(ctx context.Context, key string) ([]*v1.APIGateway, error)
 }
 
-// HostPathKeys returns gw's distinct host+path keys.
-func HostPathKeys(gw *v1.APIGateway) []string {
-	keys := make([]string, 0, len(gw.Spec.Routes))
-	for _, r := range gw.Spec.Routes {
-		if k := hostPathKey(r); !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
+// RouteKey is what the Ingress controller tells two routes apart by:
+// the gateway's ingress class, the route's pathType, host and normalised
+// path (routepath.MatchPath: percent-decoded, a Prefix path without its
+// trailing "/"). Two routes with one key compete for the same requests,
+// whatever their namespaces, since Ingress controllers merge the rules of
+// one host across the cluster. The class is quoted, or "default" when
+// unset (the cluster's default class, its own class here), and the host,
+// which holds no space, ends where the path's "/" begins. It returns false
+// when r's path has no normal form: validation refuses such a path and the
+// renderer never serves it, so it competes with nothing.
+func RouteKey(ingressClassName *string, r *v1.Route) (string, bool) {
+	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	if err != nil {
+		return "", false
+	}
+	return classKey(ingressClassName) + " " + string(r.PathType) + " " + r.Host + p, true
+}
+
+func classKey(ingressClassName *string) string {
+	if ingressClassName == nil {
+		return "default"
+	}
+	return strconv.Quote(*ingressClassName)
+}
+
+// routeKeys returns the RouteKey of each of gw's routes, "" for a route
+// that has none, in route order.
+func routeKeys(gw *v1.APIGateway) []string {
+	keys := make([]string, len(gw.Spec.Routes))
+	for i := range gw.Spec.Routes {
+		keys[i], _ = RouteKey(gw.Spec.IngressClassName, &gw.Spec.Routes[i])
 	}
 	return keys
 }
 
-func hostPathKey(r v1.Route) string { return r.Host + " " + r.Path }
+// RouteKeys returns gw's distinct route keys.
+func RouteKeys(gw *v1.APIGateway) []string {
+	keys := routeKeys(gw)
+	distinct := keys[:0]
+	for _, k := range keys {
+		if k != "" && !slices.Contains(distinct, k) {
+			distinct = append(distinct, k)
+		}
+	}
+	return distinct
+}
 
-// indexHostPaths is the toolscache.IndexFunc of HostPathIndex.
-func indexHostPaths(obj any) ([]string, error) {
+// indexRouteKeys is the toolscache.IndexFunc of RouteIndex.
+func indexRouteKeys(obj any) ([]string, error) {
 	gw, ok := obj.(*v1.APIGateway)
 	if !ok {
 		return nil, nil
 	}
-	keys := HostPathKeys(gw)
-	for i, k := range keys {
-		keys[i] = indexValue(gw.Namespace, k)
-	}
-	return keys, nil
+	return RouteKeys(gw), nil
 }
 
-// indexValue is the HostPathIndex value of key in namespace.
-func indexValue(namespace, key string) string { return namespace + "/" + key }
-
-// IndexGateways adds HostPathIndex to the APIGateway informer of c (once:
-// a second call reuses it) and returns a GatewayFinder that reads it.
+// IndexGateways adds RouteIndex to the APIGateway informer of c (once: a
+// second call reuses it) and returns a GatewayFinder that reads it. The
+// informer must see every namespace, as the manager's cache does when it
+// is not restricted to some (see controller.CacheOptions): a route is
+// checked against gateways anywhere in the cluster.
 //
 // Why the informer's own index rather than a controller-runtime field index
 // read through the client: a cached List with a field selector parses the
@@ -73,20 +103,20 @@ func IndexGateways(ctx context.Context, c cache.Cache) (GatewayFinder, error) {
 	if !ok {
 		return nil, fmt.Errorf("the APIGateway informer (%T) does not expose its indexer", informer)
 	}
-	if _, found := shared.GetIndexer().GetIndexers()[HostPathIndex]; !found {
-		if err := informer.AddIndexers(toolscache.Indexers{HostPathIndex: indexHostPaths}); err != nil {
-			return nil, fmt.Errorf("indexing APIGateways by host and path: %w", err)
+	if _, found := shared.GetIndexer().GetIndexers()[RouteIndex]; !found {
+		if err := informer.AddIndexers(toolscache.Indexers{RouteIndex: indexRouteKeys}); err != nil {
+			return nil, fmt.Errorf("indexing APIGateways by route: %w", err)
 		}
 	}
 	return indexFinder{shared.GetIndexer()}, nil
 }
 
-// indexFinder is the GatewayFinder over an indexer holding HostPathIndex.
+// indexFinder is the GatewayFinder over an indexer holding RouteIndex.
 type indexFinder struct{ indexer toolscache.Indexer }
 
 // Serving implements GatewayFinder.
-func (f indexFinder) Serving(_ context.Context, namespace, key string) ([]*v1.APIGateway, error) {
-	objs, err := f.indexer.ByIndex(HostPathIndex, indexValue(namespace, key))
+func (f indexFinder) Serving(_ context.Context, key string) ([]*v1.APIGateway, error) {
+	objs, err := f.indexer.ByIndex(RouteIndex, key)
 	if err != nil {
 		return nil, err
 	}

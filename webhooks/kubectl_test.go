@@ -52,8 +52,9 @@ func testKubectlDefaults(t *testing.T) {
 		BackendService: v1.BackendService{Name: "svc", Port: 80}}}, gw.Spec.Routes)
 	assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
 
-	// The namespace's annotation wins over the flag default.
-	require.NoError(t, kubectl(ctx, manifest("annotated", "gw", spec), "apply", "-f", "-").Err)
+	// The namespace's annotation wins over the flag default. (Another host:
+	// the same route in another namespace would conflict.)
+	require.NoError(t, kubectl(ctx, manifest("annotated", "gw", strings.ReplaceAll(spec, "Example", "Annotated")), "apply", "-f", "-").Err)
 	assert.Equal(t, "team.example/nginx:2.0", get(t, "annotated", "gw").Spec.Image)
 
 	// An image the user sets is kept, and applying again does not change
@@ -68,7 +69,7 @@ func testKubectlDefaults(t *testing.T) {
 func testDryRun(t *testing.T) {
 	ctx := t.Context()
 	createNamespace(t, "dry-run", "")
-	res := kubectl(ctx, manifest("dry-run", "gw", "routes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"),
+	res := kubectl(ctx, manifest("dry-run", "gw", "routes:\n- host: dry-run.example.com\n  backendService: {name: svc, port: 80}\n"),
 		"apply", "--dry-run=server", "-o", "yaml", "-f", "-")
 	require.NoError(t, res.Err)
 	assert.Contains(t, res.Stdout, "image: "+flagImage)
@@ -91,15 +92,15 @@ func testInvalid(t *testing.T) {
 		want []string
 	}{
 		"tls host that no route serves": {
-			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [www.example.com]\n  secretName: tls\n",
-			want: []string{`spec.tls[0].hosts[0]: Invalid value: "www.example.com": must be the host of one of the gateway's routes; the route hosts are api.example.com`},
+			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [www.invalid.example.com]\n  secretName: tls\n",
+			want: []string{`spec.tls[0].hosts[0]: Invalid value: "www.invalid.example.com": must be the host of one of the gateway's routes; the route hosts are invalid.example.com`},
 		},
 		"tls host listed twice": {
-			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [api.example.com]\n  secretName: a\n- hosts: [api.example.com]\n  secretName: b\n",
-			want: []string{`spec.tls[1].hosts[0]: Duplicate value: "api.example.com": already listed in spec.tls[0].hosts[0]`},
+			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [invalid.example.com]\n  secretName: a\n- hosts: [invalid.example.com]\n  secretName: b\n",
+			want: []string{`spec.tls[1].hosts[0]: Duplicate value: "invalid.example.com": already listed in spec.tls[0].hosts[0]`},
 		},
 		"secretName that cannot name a Secret": {
-			spec: "routes:\n- host: api.example.com\n" + backend + "tls:\n- hosts: [api.example.com]\n  secretName: Api_TLS\n",
+			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [invalid.example.com]\n  secretName: Api_TLS\n",
 			want: []string{`spec.tls[0].secretName: Invalid value: "Api_TLS": must be the name of a Secret`},
 		},
 		"host label longer than DNS allows": {
@@ -111,19 +112,19 @@ func testInvalid(t *testing.T) {
 			want: []string{`spec.routes[0].host: Invalid value: "*.10.0.0.1": must be a DNS name, not an IP address`},
 		},
 		"malformed percent escape": {
-			spec: "routes:\n- host: api.example.com\n  path: /100%\n" + backend,
+			spec: "routes:\n- host: invalid.example.com\n  path: /100%\n" + backend,
 			want: []string{`spec.routes[0].path: Invalid value: "/100%": "%" must start a percent-encoded byte such as %C3%A9`},
 		},
 		"encoded CRLF": {
-			spec: "routes:\n- host: api.example.com\n  path: /a%0d%0aSet-Cookie:x\n" + backend,
+			spec: "routes:\n- host: invalid.example.com\n  path: /a%0d%0aSet-Cookie:x\n" + backend,
 			want: []string{`spec.routes[0].path: Invalid value: "/a%0d%0aSet-Cookie:x": must not percent-encode a control character (%0d)`},
 		},
 		"three problems reported together": {
-			spec: "routes:\n- host: api.example.com\n" + backend + "- host: www.example.com\n  path: /50%\n" + backend +
-				"tls:\n- hosts: [shop.example.com]\n  secretName: No_Such_Name\n",
+			spec: "routes:\n- host: invalid.example.com\n" + backend + "- host: www.invalid.example.com\n  path: /50%\n" + backend +
+				"tls:\n- hosts: [shop.invalid.example.com]\n  secretName: No_Such_Name\n",
 			want: []string{
 				`spec.routes[1].path: Invalid value: "/50%"`,
-				`spec.tls[0].hosts[0]: Invalid value: "shop.example.com": must be the host of one of the gateway's routes; the route hosts are api.example.com, www.example.com`,
+				`spec.tls[0].hosts[0]: Invalid value: "shop.invalid.example.com": must be the host of one of the gateway's routes; the route hosts are invalid.example.com, www.invalid.example.com`,
 				`spec.tls[0].secretName: Invalid value: "No_Such_Name"`,
 			},
 		},
@@ -141,37 +142,83 @@ func testInvalid(t *testing.T) {
 	}
 }
 
+// Routes conflict as the Ingress controller sees them: by ingress class,
+// host, pathType and normalised path, across namespaces.
 func testConflicts(t *testing.T) {
 	ctx := t.Context()
 	createNamespace(t, "conflicts", "")
 	createNamespace(t, "conflicts-other", "")
-	routes := "routes:\n- host: api.example.com\n  path: /users/\n  backendService: {name: svc, port: 80}\n" +
-		"- host: api.example.com\n  path: /q,a=b/\n  backendService: {name: svc, port: 80}\n"
+	const backend = "  backendService: {name: svc, port: 80}\n"
+	routes := "routes:\n- host: conflicts.example.com\n  path: /users\n" + backend +
+		"- host: conflicts.example.com\n  path: /q,a=b/\n" + backend
 	require.NoError(t, kubectl(ctx, manifest("conflicts", "first", "replicas: 2\n"+routes), "apply", "-f", "-").Err)
 
 	// The webhook reads gateways from the manager's cache: wait until it
 	// has seen the first one. A dry run writes nothing.
-	second := manifest("conflicts", "second", "replicas: 2\n"+routes)
+	probe := manifest("conflicts", "probe", "replicas: 2\n"+routes)
 	eventually(t, "the webhook to see the first gateway", func() bool {
-		return kubectl(ctx, second(), "apply", "--dry-run=server", "-f", "-").Err != nil
+		return kubectl(ctx, probe(), "apply", "--dry-run=server", "-f", "-").Err != nil
 	})
 
-	res := kubectl(ctx, second, "apply", "-f", "-")
-	require.Error(t, res.Err)
-	assert.Contains(t, res.Stderr, `The APIGateway "second" is invalid: `)
-	assert.Equal(t, 2, countErrors(res.Stderr), res.Stderr)
-	assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "api.example.com/users/": host and path already served by APIGateway "first" in namespace "conflicts"`)
-	assert.Contains(t, res.Stderr, `spec.routes[1]: Duplicate value: "api.example.com/q,a=b/": host and path already served by APIGateway "first"`)
+	t.Run("the same routes in another namespace", func(t *testing.T) {
+		res := kubectl(ctx, manifest("conflicts-other", "second", "replicas: 2\n"+routes), "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Contains(t, res.Stderr, `The APIGateway "second" is invalid: `)
+		assert.Equal(t, 2, countErrors(res.Stderr), res.Stderr)
+		assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com/users (Prefix)": host and path already served by APIGateway conflicts/first, `+
+			`which also routes conflicts.example.com/users (Prefix) for the cluster's default ingress class; Ingress controllers merge a host's paths across namespaces`)
+		assert.Contains(t, res.Stderr, `spec.routes[1]: Duplicate value: "conflicts.example.com/q,a=b/ (Prefix)": host and path already served by APIGateway conflicts/first`)
+	})
 
-	// Another path on the same host is fine, and so is the same route in
-	// another namespace.
-	require.NoError(t, kubectl(ctx, manifest("conflicts", "second",
-		"replicas: 2\nroutes:\n- host: api.example.com\n  path: /orders/\n  backendService: {name: svc, port: 80}\n"), "apply", "-f", "-").Err)
-	require.NoError(t, kubectl(ctx, manifest("conflicts-other", "first", "replicas: 2\n"+routes), "apply", "-f", "-").Err)
+	conflicting := map[string]string{
+		"a trailing slash on a Prefix path": "/users/",
+		"a percent-encoded letter":          "/%75sers",
+	}
+	for name, path := range conflicting {
+		t.Run(name, func(t *testing.T) {
+			res := kubectl(ctx, manifest("conflicts-other", "second", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: "+path+"\n"+backend), "apply", "-f", "-")
+			require.Error(t, res.Err)
+			assert.Equal(t, 1, countErrors(res.Stderr), res.Stderr)
+			assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com`+path+` (Prefix)": host and path already served by APIGateway conflicts/first, `+
+				`which also routes conflicts.example.com/users (Prefix)`)
+		})
+	}
+
+	// In the first gateway's namespace, so that a check blind to pathType
+	// or class would refuse them at once.
+	admitted := map[string]struct{ name, spec string }{
+		"an Exact route on a Prefix route's path":  {"exact", "routes:\n- host: conflicts.example.com\n  path: /users\n  pathType: Exact\n" + backend},
+		"the same routes in another ingress class": {"other-class", "ingressClassName: internal\n" + routes},
+		"another path": {"orders", "routes:\n- host: conflicts.example.com\n  path: /orders/\n" + backend},
+	}
+	for name, tc := range admitted {
+		t.Run(name, func(t *testing.T) {
+			res := kubectl(ctx, manifest("conflicts", tc.name, "replicas: 2\n"+tc.spec), "apply", "-f", "-")
+			require.NoError(t, res.Err, res.Stderr)
+			assert.Contains(t, res.Stdout, "apigateway.example.com/"+tc.name+" created")
+		})
+	}
+
+	t.Run("one route twice in a gateway, once percent-encoded", func(t *testing.T) {
+		res := kubectl(ctx, manifest("conflicts", "twice", "replicas: 2\nroutes:\n- host: twice.example.com\n  path: /users\n"+backend+
+			"- host: twice.example.com\n  path: /%75sers\n"+backend), "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Equal(t, 1, countErrors(res.Stderr), res.Stderr)
+		assert.Contains(t, res.Stderr, `spec.routes[1]: Duplicate value: "twice.example.com/%75sers (Prefix)": `+
+			`same host, path and pathType as spec.routes[0] once normalised ("/users" and "/%75sers" both match twice.example.com/users (Prefix))`)
+	})
+
+	t.Run("one route twice in a gateway, as written (schema)", func(t *testing.T) {
+		res := kubectl(ctx, manifest("conflicts", "twice", "replicas: 2\nroutes:\n- host: twice.example.com\n  path: /users\n"+backend+
+			"- host: twice.example.com\n  path: /orders\n"+backend+"- host: twice.example.com\n  path: /users\n  backendService: {name: other, port: 81}\n"), "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Equal(t, 1, countErrors(res.Stderr), res.Stderr)
+		assert.Contains(t, res.Stderr, `spec.routes[2]: Duplicate value: {"host":"twice.example.com","path":"/users","pathType":"Prefix"}`)
+	})
 
 	// Updating a gateway without changing its routes does not conflict
 	// with itself.
-	res = kubectl(ctx, manifest("conflicts", "first", "replicas: 3\n"+routes), "apply", "-f", "-")
+	res := kubectl(ctx, manifest("conflicts", "first", "replicas: 3\n"+routes), "apply", "-f", "-")
 	require.NoError(t, res.Err)
 	assert.Contains(t, res.Stdout, "apigateway.example.com/first configured")
 	res = kubectl(ctx, nil, "label", "apigateway", "first", "-n", "conflicts", "team=a")
@@ -182,7 +229,7 @@ func testWarnings(t *testing.T) {
 	ctx := t.Context()
 	createNamespace(t, "warnings", "")
 	res := kubectl(ctx, manifest("warnings", "latest",
-		"image: nginx:latest\nreplicas: 2\nroutes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"), "apply", "-f", "-")
+		"image: nginx:latest\nreplicas: 2\nroutes:\n- host: warnings.example.com\n  backendService: {name: svc, port: 80}\n"), "apply", "-f", "-")
 	require.NoError(t, res.Err, "a warning does not reject")
 	assert.Contains(t, res.Stdout, "apigateway.example.com/latest created")
 	assert.Contains(t, res.Stderr, `Warning: spec.image: "nginx:latest" uses the tag "latest": pods may run different builds; pin a version or a digest`)

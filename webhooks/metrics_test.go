@@ -159,7 +159,9 @@ func TestAdmissionMetricsThroughAPIServer(t *testing.T) {
 		admissionDenials.WithLabelValues("routes.path"),
 		admissionDenials.WithLabelValues("tls.hosts"),
 	)
-	good := "routes:\n- host: api.example.com\n  backendService: {name: svc, port: 80}\n"
+	// A host of its own: a route another test's gateway serves, in any
+	// namespace, would be refused.
+	good := "routes:\n- host: metrics.example.com\n  backendService: {name: svc, port: 80}\n"
 	require.NoError(t, kubectl(ctx, manifest("metrics", "good", good), "apply", "-f", "-").Err)
 	// Applying an unchanged object again makes no request: start afresh
 	// under -count.
@@ -206,9 +208,13 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 	}{
 		"complete": {},
 		"no path or pathType: the schema's defaults fill them in first": {
-			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "", "" },
+			// A host of its own: another test's gateway serves
+			// api.example.com/, and routes conflict across namespaces.
+			change: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[1].Host, gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "match.example.com", "", ""
+			},
 			check: func(t *testing.T, gw *v1.APIGateway) {
-				assert.Equal(t, v1.Route{Host: "api.example.com", Path: "/", PathType: v1.PathTypePrefix,
+				assert.Equal(t, v1.Route{Host: "match.example.com", Path: "/", PathType: v1.PathTypePrefix,
 					BackendService: v1.BackendService{Name: "product-service", Port: 8081}}, gw.Spec.Routes[1])
 			},
 		},

@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	v1 "example.com/apigateway-operator/api/v1"
 )
 
 func TestSetupWithManagerRejectsBadOptions(t *testing.T) {
@@ -32,19 +30,6 @@ func TestSetupWithManagerRejectsBadOptions(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.wantErr)
 		})
 	}
-}
-
-func TestHostPathIndex(t *testing.T) {
-	gw := validGateway()
-	gw.Spec.Routes = append(gw.Spec.Routes, gw.Spec.Routes[0])
-	gw.Spec.Routes[2].PathType = v1.PathTypeExact
-	keys, err := indexHostPaths(gw)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"default/api.example.com /users/", "default/api.example.com /products/"}, keys,
-		"one value per distinct host and path, whatever the pathType, in the gateway's namespace")
-	keys, err = indexHostPaths(&corev1.Service{})
-	assert.NoError(t, err)
-	assert.Nil(t, keys)
 }
 
 func TestSlimService(t *testing.T) {

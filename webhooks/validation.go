@@ -31,9 +31,9 @@ const (
 // Context is what validation needs to know beyond the object itself. The
 // handler gathers it; tests build it by hand.
 type Context struct {
-	// Others are APIGateways of the same namespace that serve at least one
-	// of the object's host+path pairs, as found by the field index. A
-	// gateway with the object's own name is ignored, so on update the
+	// Others are APIGateways, of any namespace, that serve at least one of
+	// the object's RouteKeys, as found by the RouteIndex. A gateway with
+	// the object's own namespace and name is ignored, so on update the
 	// stored copy of the object never conflicts with itself.
 	Others []v1.APIGateway
 	// ServicePorts maps the name of each backend Service that exists to its
@@ -58,8 +58,9 @@ func Validate(old, gw *v1.APIGateway, c Context) (field.ErrorList, admission.War
 	}
 	errs = append(errs, validateImage(gw.Spec.Image, spec.Child("image"))...)
 	errs = append(errs, validateReplicas(gw.Spec.Replicas, spec.Child("replicas"))...)
-	errs = append(errs, validateRoutes(gw.Spec.Routes, spec.Child("routes"))...)
-	errs = append(errs, validateConflicts(old, gw, c.Others, spec.Child("routes"))...)
+	keys := routeKeys(gw)
+	errs = append(errs, validateRoutes(gw.Spec.Routes, keys, spec.Child("routes"))...)
+	errs = append(errs, validateConflicts(old, gw, keys, c.Others, spec.Child("routes"))...)
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
 	return errs, warnings(gw, c)
 }
@@ -104,7 +105,10 @@ func validateReplicas(replicas *int32, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
+// validateRoutes checks each route, and that no two share a RouteKey (keys
+// holds routes' keys, in order): such routes serve the same requests, so
+// the later one is reported, at its own index, naming the earlier.
+func validateRoutes(routes []v1.Route, keys []string, fld *field.Path) field.ErrorList {
 	switch {
 	case len(routes) == 0:
 		return field.ErrorList{field.Required(fld, "at least one route, such as {host: api.example.com, path: /, backendService: {name: my-service, port: 80}}")}
@@ -112,23 +116,41 @@ func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
 		return field.ErrorList{field.TooMany(fld, len(routes), maxRoutes)}
 	}
 	var errs field.ErrorList
-	type routeKey struct {
-		host, path string
-		pathType   v1.PathType
-	}
-	first := make(map[routeKey]int, len(routes))
+	first := make(map[string]int, len(routes))
 	for i, r := range routes {
 		errs = append(errs, validateRoute(r, fld, i)...)
-		key := routeKey{r.Host, r.Path, r.PathType}
-		if j, seen := first[key]; seen {
+		if keys[i] == "" {
+			continue
+		}
+		if j, seen := first[keys[i]]; seen {
 			e := field.Duplicate(fld.Index(i), routeString(r))
-			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]; merge the two routes or change one", j)
+			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]%s; merge the two routes or change one",
+				j, sameMatchHint(routes[j], r))
 			errs = append(errs, e)
 			continue
 		}
-		first[key] = i
+		first[keys[i]] = i
 	}
 	return errs
+}
+
+// sameMatchHint explains why two routes whose paths differ as written
+// share a key: it names the normalised path both match.
+func sameMatchHint(a, b v1.Route) string {
+	if a.Path == b.Path {
+		return ""
+	}
+	return fmt.Sprintf(" once normalised (%q and %q both match %s)", a.Path, b.Path, matchString(b))
+}
+
+// matchString renders what a route matches as the Ingress controller sees
+// it: host, normalised path (see RouteKey) and pathType.
+func matchString(r v1.Route) string {
+	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	if err != nil {
+		p = r.Path
+	}
+	return fmt.Sprintf("%s%s (%s)", r.Host, p, r.PathType)
 }
 
 // The fields of a route, relative to the route and built once: a valid
@@ -202,6 +224,9 @@ func validateHost(host string, fld *field.Path) field.ErrorList {
 		return field.ErrorList{field.TooLong(fld, host, maxHostLength)}
 	case isIP(host) || isIP(strings.TrimPrefix(host, "*.")):
 		return field.ErrorList{field.Invalid(fld, host, "must be a DNS name, not an IP address")}
+	case isTopLevelWildcard(host):
+		return field.ErrorList{field.Invalid(fld, host, fmt.Sprintf(
+			`a wildcard must keep at least two labels after "*.", as in *.example.com: %s would claim every name under %q`, host, host[2:]))}
 	case !validHost(host):
 		return field.ErrorList{field.Invalid(fld, host,
 			`must be a lower-case DNS name such as api.example.com, optionally starting with "*.", `+
@@ -220,12 +245,21 @@ func isIP(s string) bool {
 	return net.ParseIP(s) != nil
 }
 
-// validHost reports whether host is a DNS-1123 subdomain or "*." and one,
-// with no label longer than DNS allows (63 bytes), which the subdomain
-// check alone lets through.
+// validHost reports whether host is a DNS-1123 subdomain or "*." and one
+// of at least two labels, with no label longer than DNS allows (63 bytes),
+// which the subdomain check alone lets through.
 func validHost(host string) bool {
 	name := strings.TrimPrefix(host, "*.")
-	return len(host) <= maxHostLength && isDNS1123Subdomain(name) && !isIP(name)
+	return len(host) <= maxHostLength && isDNS1123Subdomain(name) && !isIP(name) && !isTopLevelWildcard(host)
+}
+
+// isTopLevelWildcard reports whether host is "*." and a single label, such
+// as *.com: one gateway would take every name of a top-level domain (or of
+// a single-label internal domain), which no tenant may claim. The CRD's
+// CEL rule on host says the same.
+func isTopLevelWildcard(host string) bool {
+	label, ok := strings.CutPrefix(host, "*.")
+	return ok && !strings.Contains(label, ".") && isDNS1123Subdomain(label)
 }
 
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain plus the 63-byte
@@ -420,51 +454,68 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// validateConflicts rejects routes whose host+path another APIGateway of the
-// namespace already serves: two nginx gateways behind one Ingress host and
-// path would fight over the traffic. pathType is not part of the key since
-// an Exact and a Prefix route on the same path still overlap.
-func validateConflicts(old, gw *v1.APIGateway, others []v1.APIGateway, fld *field.Path) field.ErrorList {
+// validateConflicts rejects routes that another APIGateway already serves
+// (keys holds gw's route keys, in order): RouteKey is what the Ingress
+// controller tells routes apart by, across namespaces, so two gateways
+// with one key would fight over the requests, and the Ingress controller
+// would pick one of them. Only keys that old did not have are checked: a
+// conflict that slipped in (two gateways created at the same moment, each
+// unseen by the other's check) never blocks unrelated updates.
+func validateConflicts(old, gw *v1.APIGateway, keys []string, others []v1.APIGateway, fld *field.Path) field.ErrorList {
+	if len(others) == 0 {
+		return nil
+	}
 	var had []string
 	if old != nil {
-		had = HostPathKeys(old)
+		had = RouteKeys(old)
 	}
 	servedBy := map[string][]string{}
-	for _, o := range others {
-		if o.Name == gw.Name || (o.Namespace != "" && gw.Namespace != "" && o.Namespace != gw.Namespace) {
+	for i := range others {
+		o := &others[i]
+		if sameGateway(o, gw) {
 			continue
 		}
-		for _, key := range HostPathKeys(&o) {
-			if !slices.Contains(servedBy[key], o.Name) {
-				servedBy[key] = append(servedBy[key], o.Name)
+		holder := o.Namespace + "/" + o.Name
+		for _, key := range RouteKeys(o) {
+			if !slices.Contains(servedBy[key], holder) {
+				servedBy[key] = append(servedBy[key], holder)
 			}
 		}
 	}
 	var errs field.ErrorList
 	for i, r := range gw.Spec.Routes {
-		key := hostPathKey(r)
-		names := servedBy[key]
-		if len(names) == 0 || slices.Contains(had, key) {
+		holders := servedBy[keys[i]]
+		if keys[i] == "" || len(holders) == 0 || slices.Contains(had, keys[i]) {
 			continue
 		}
-		slices.Sort(names)
-		e := field.Duplicate(fld.Index(i), r.Host+r.Path)
-		e.Detail = fmt.Sprintf("host and path already served by %s in namespace %q; use another host or path, or remove the route there",
-			gatewayNames(names), gw.Namespace)
+		slices.Sort(holders)
+		e := field.Duplicate(fld.Index(i), routeString(r))
+		e.Detail = fmt.Sprintf("%s %s, which also routes %s for %s; Ingress controllers merge a host's paths across namespaces, "+
+			"so only one gateway can have it: use another host or path, or remove the route there",
+			conflictDetail, gatewayNames(holders), matchString(r), className(gw.Spec.IngressClassName))
 		errs = append(errs, e)
 	}
 	return errs
 }
 
-func gatewayNames(names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strconv.Quote(n)
+// gatewayNames names the holders of a route, as namespace/name, up to
+// five: more can only have slipped in together, and the message stays
+// bounded.
+func gatewayNames(holders []string) string {
+	if len(holders) == 1 {
+		return "APIGateway " + holders[0]
 	}
-	if len(names) == 1 {
-		return "APIGateway " + quoted[0]
+	if len(holders) > 5 {
+		return fmt.Sprintf("APIGateways %s and %d more", strings.Join(holders[:5], ", "), len(holders)-5)
 	}
-	return "APIGateways " + strings.Join(quoted, ", ")
+	return "APIGateways " + strings.Join(holders, ", ")
+}
+
+func className(ingressClassName *string) string {
+	if ingressClassName == nil {
+		return "the cluster's default ingress class"
+	}
+	return fmt.Sprintf("ingress class %q", *ingressClassName)
 }
 
 // validateTLS checks that every TLS host is the host of a route (a

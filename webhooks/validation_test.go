@@ -56,15 +56,37 @@ func TestValidate(t *testing.T) {
 		"same path, other pathType": {mutate: func(gw *v1.APIGateway) {
 			gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "/users/", v1.PathTypeExact
 		}},
-		"same host+path in other ns": {ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
-			o := other("o", route("/users/", "s", 80))
-			o.Namespace = "elsewhere"
+		"Exact and Prefix on one path": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[1] = route("/users", "s", 80)
+			gw.Spec.Routes[1].PathType = v1.PathTypeExact
+		}},
+		"Exact with and without a trailing slash": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].PathType = v1.PathTypeExact
+			gw.Spec.Routes[1] = gw.Spec.Routes[0]
+			gw.Spec.Routes[1].Path = "/users"
+		}},
+		"literal percent and its escape differ": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].Path, gw.Spec.Routes[1].Path = "/100%25", "/100%2525"
+		}},
+		"gateway does not conflict with itself": {ctx: Context{Others: []v1.APIGateway{*validGateway()}}},
+		"other gateway's Exact route on a Prefix one's path": {ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+			o := other("exact", route("/users/", "s", 80))
+			o.Spec.Routes[0].PathType = v1.PathTypeExact
 			return o
 		}()}}},
-		"gateway does not conflict with itself": {ctx: Context{Others: []v1.APIGateway{*validGateway()}}},
-		"other gateway on another path":         {ctx: Context{Others: []v1.APIGateway{other("o", route("/orders/", "s", 80))}}},
-		"replicas 0":                            {mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](0) }},
-		"digest-pinned image":                   {mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx@sha256:" + strings.Repeat("a", 64) }},
+		"other gateway of another ingress class": {ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+			o := other("internal", route("/users/", "s", 80))
+			o.Spec.IngressClassName = ptr.To("internal")
+			return o
+		}()}}},
+		"other gateway of a class while this one has none": {ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+			o := other("nginx", route("/users/", "s", 80))
+			o.Spec.IngressClassName = ptr.To("nginx")
+			return o
+		}()}}},
+		"other gateway on another path": {ctx: Context{Others: []v1.APIGateway{other("o", route("/orders/", "s", 80))}}},
+		"replicas 0":                    {mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](0) }},
+		"digest-pinned image":           {mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx@sha256:" + strings.Repeat("a", 64) }},
 
 		"image missing": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "" },
@@ -149,6 +171,19 @@ func TestValidate(t *testing.T) {
 		"host too long": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a.", 127) + "aa" },
 			want:   []wantErr{{"spec.routes[1].host", field.ErrorTypeTooLong, "may not be more than 253 bytes"}},
+		},
+		"wildcard over a top-level domain": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.com" },
+			want: []wantErr{{"spec.routes[1].host", invalid,
+				`a wildcard must keep at least two labels after "*.", as in *.example.com: *.com would claim every name under "com"`}},
+		},
+		"wildcard over a single label": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.internal" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `a wildcard must keep at least two labels after "*."`}},
+		},
+		"bare wildcard with a dot": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*." },
+			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name"}},
 		},
 		"host label too long": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a", 64) + ".com" },
@@ -256,26 +291,74 @@ func TestValidate(t *testing.T) {
 		},
 		"two identical routes": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1] = route("/users/", "other", 80) },
-			want:   []wantErr{{"spec.routes[1]", duplicate, "same host, path and pathType as spec.routes[0]"}},
+			want:   []wantErr{{"spec.routes[1]", duplicate, "same host, path and pathType as spec.routes[0]; merge the two routes or change one"}},
+		},
+		"two routes the same once percent-decoded": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path, gw.Spec.Routes[1].Path = "/users", "/%75sers" },
+			want: []wantErr{{"spec.routes[1]", duplicate,
+				`same host, path and pathType as spec.routes[0] once normalised ("/users" and "/%75sers" both match api.example.com/users (Prefix))`}},
+		},
+		"two Prefix routes, with and without the trailing slash": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/users" },
+			want:   []wantErr{{"spec.routes[1]", duplicate, `same host, path and pathType as spec.routes[0] once normalised`}},
+		},
+		"a third route repeating the first": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes = append(gw.Spec.Routes, route("/%75sers/", "s", 80)) },
+			want:   []wantErr{{"spec.routes[2]", duplicate, "as spec.routes[0] once normalised"}},
 		},
 		"route served by another gateway": {
-			ctx:  Context{Others: []v1.APIGateway{other("legacy", route("/products/", "s", 80))}},
-			want: []wantErr{{"spec.routes[1]", duplicate, `already served by APIGateway "legacy" in namespace "default"`}},
+			ctx: Context{Others: []v1.APIGateway{other("legacy", route("/products/", "s", 80))}},
+			want: []wantErr{{"spec.routes[1]", duplicate,
+				`host and path already served by APIGateway default/legacy, which also routes api.example.com/products (Prefix) for the cluster's default ingress class`}},
+		},
+		"route served by a gateway of another namespace": {
+			ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				o.Namespace = "elsewhere"
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/o`}},
+		},
+		"a namesake in another namespace is another gateway": {
+			ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
+				o := *validGateway()
+				o.Namespace = "elsewhere"
+				return o
+			}()}},
+			want: []wantErr{
+				{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/gw`},
+				{"spec.routes[1]", duplicate, `already served by APIGateway elsewhere/gw`},
+			},
 		},
 		"route served by two other gateways": {
 			ctx: Context{Others: []v1.APIGateway{
 				other("b", route("/users/", "s", 80)),
 				other("a", route("/users/", "s", 80)),
 			}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways "a", "b"`}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways default/a, default/b`}},
 		},
-		"other gateway's Exact route conflicts with a Prefix one": {
+		"route served by many other gateways": {
+			ctx: Context{Others: func() []v1.APIGateway {
+				var gws []v1.APIGateway
+				for _, name := range []string{"g", "f", "e", "d", "c", "b", "a"} {
+					gws = append(gws, other(name, route("/users/", "s", 80)))
+				}
+				return gws
+			}()},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways default/a, default/b, default/c, default/d, default/e and 2 more, which`}},
+		},
+		"route another gateway serves once normalised": {
+			ctx:  Context{Others: []v1.APIGateway{other("legacy", route("/%70roducts", "s", 80))}},
+			want: []wantErr{{"spec.routes[1]", duplicate, `default/legacy, which also routes api.example.com/products (Prefix)`}},
+		},
+		"route another gateway of the same class serves": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.IngressClassName = ptr.To("nginx") },
 			ctx: Context{Others: []v1.APIGateway{func() v1.APIGateway {
-				o := other("exact", route("/users/", "s", 80))
-				o.Spec.Routes[0].PathType = v1.PathTypeExact
+				o := other("nginx", route("/users/", "s", 80))
+				o.Namespace, o.Spec.IngressClassName = "elsewhere", ptr.To("nginx")
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `APIGateway "exact"`}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/nginx, which also routes api.example.com/users (Prefix) for ingress class "nginx"`}},
 		},
 		"tls host not a route host": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"www.example.com"} },
@@ -376,7 +459,7 @@ func TestValidateName(t *testing.T) {
 // it adds is checked.
 func TestValidateUpdateRatchetsConflicts(t *testing.T) {
 	legacy := validGateway()
-	legacy.Name = "legacy"
+	legacy.Name, legacy.Namespace = "legacy", "elsewhere"
 	others := Context{Others: []v1.APIGateway{*legacy}}
 
 	old := validGateway()
@@ -385,9 +468,24 @@ func TestValidateUpdateRatchetsConflicts(t *testing.T) {
 	errs, _ := Validate(old, gw, others)
 	assert.Empty(t, errs)
 
+	// Spelling a route another way is not adding it: the keys compare
+	// normalised.
+	old.Spec.Routes[0].Path = "/%75sers"
+	errs, _ = Validate(old, gw, others)
+	assert.Empty(t, errs)
+
+	// Nor is changing something else of the gateway; changing its class
+	// is, for every route.
+	withClass := gw.DeepCopy()
+	withClass.Spec.IngressClassName = ptr.To("nginx")
+	classed := *legacy.DeepCopy()
+	classed.Spec.IngressClassName = ptr.To("nginx")
+	errs, _ = Validate(gw, withClass, Context{Others: []v1.APIGateway{classed}})
+	require.Len(t, errs, 2, "%v", errs)
+
 	old.Spec.Routes = old.Spec.Routes[:1]
 	errs, _ = Validate(old, gw, others)
-	checkErrors(t, []wantErr{{"spec.routes[1]", field.ErrorTypeDuplicate, `already served by APIGateway "legacy"`}}, errs)
+	checkErrors(t, []wantErr{{"spec.routes[1]", field.ErrorTypeDuplicate, `already served by APIGateway elsewhere/legacy`}}, errs)
 }
 
 func TestWarnings(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 // +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == '' || !has(object.spec.replicas) || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
 // +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 
-// The webhooks read APIGateways (the host+path index), Namespace metadata
+// The webhooks read APIGateways (the route index), Namespace metadata
 // (the default-image annotation) and Services (the port warning), all
 // through watches.
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -92,11 +92,10 @@ func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[
 }
 
 // Validator is the validating webhook: it gathers the gateways that serve
-// the same hosts and paths and the backend Services' ports, and calls
-// Validate.
+// the same routes and the backend Services' ports, and calls Validate.
 type Validator struct {
-	// Gateways finds the APIGateways that serve a host and path: the
-	// cache's HostPathIndex (IndexGateways).
+	// Gateways finds the APIGateways that serve a route: the cache's
+	// RouteIndex (IndexGateways).
 	Gateways GatewayFinder
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
@@ -123,9 +122,15 @@ func (v *Validator) ValidateDelete(context.Context, *v1.APIGateway) (admission.W
 
 func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
 	ns := namespaceOf(ctx, gw)
-	others, err := v.servingGateways(ctx, ns, gw)
+	if gw.Namespace == "" {
+		// The conflict check tells the gateway itself apart from others by
+		// namespace and name.
+		gw = gw.DeepCopy()
+		gw.Namespace = ns
+	}
+	others, err := v.servingGateways(ctx, gw)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same hosts and paths: %v", err))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same routes: %v", err))
 	}
 	c := Context{Others: others}
 	if v.Services != nil {
@@ -138,24 +143,28 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	return warnings, nil
 }
 
-// servingGateways returns the other APIGateways of namespace that serve one
-// of gw's host+path pairs: one index lookup per pair, never a scan.
-func (v *Validator) servingGateways(ctx context.Context, namespace string, gw *v1.APIGateway) ([]v1.APIGateway, error) {
+// servingGateways returns the other APIGateways, of any namespace, that
+// serve one of gw's route keys: one index lookup per key, never a scan.
+func (v *Validator) servingGateways(ctx context.Context, gw *v1.APIGateway) ([]v1.APIGateway, error) {
 	var others []v1.APIGateway
-	for _, key := range HostPathKeys(gw) {
-		serving, err := v.Gateways.Serving(ctx, namespace, key)
+	for _, key := range RouteKeys(gw) {
+		serving, err := v.Gateways.Serving(ctx, key)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range serving {
 			// The cache's copy is shared: a match is copied.
-			if o.Name != gw.Name && !slices.ContainsFunc(others, func(k v1.APIGateway) bool { return k.Name == o.Name }) {
+			if !sameGateway(o, gw) && !slices.ContainsFunc(others, func(k v1.APIGateway) bool { return sameGateway(&k, o) }) {
 				others = append(others, *o.DeepCopy())
 			}
 		}
 	}
 	return others, nil
 }
+
+// sameGateway reports whether a and b are the same object: names are
+// unique within a namespace only.
+func sameGateway(a, b *v1.APIGateway) bool { return a.Namespace == b.Namespace && a.Name == b.Name }
 
 func backendNames(gw *v1.APIGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Routes))

@@ -66,13 +66,13 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
-// BenchmarkHostPathKeys is the field index's work per gateway.
-func BenchmarkHostPathKeys(b *testing.B) {
+// BenchmarkRouteKeys is the route index's work per gateway.
+func BenchmarkRouteKeys(b *testing.B) {
 	gw := benchGateway(10)
 	Default(gw, testDefaults)
 	b.ReportAllocs()
 	for b.Loop() {
-		HostPathKeys(gw)
+		RouteKeys(gw)
 	}
 }
 

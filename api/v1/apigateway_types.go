@@ -53,11 +53,19 @@ type APIGatewaySpec struct {
 
 	// routes maps requests, by host and path, to backend Services in the
 	// gateway's namespace. Between 1 and 100 routes; no two may share host,
-	// path and pathType.
+	// path and pathType, nor match the same requests once the path is
+	// normalised (percent-decoded; a Prefix path without its trailing "/").
+	//
+	// The list is a map keyed by host, path and pathType (path and pathType
+	// have defaults, so every route has its key): the API server reports a
+	// repeated route at its own index, and server-side apply merges routes
+	// by that key.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
-	// +listType=atomic
-	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(o, o.host == r.host && o.path == r.path && o.pathType == r.pathType))",message="two routes have the same host, path and pathType; each route must be unique"
+	// +listType=map
+	// +listMapKey=host
+	// +listMapKey=path
+	// +listMapKey=pathType
 	// +required
 	Routes []Route `json:"routes"`
 
@@ -86,11 +94,13 @@ type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
 	// (*.example.com matches api.example.com, not example.com or
-	// a.b.example.com). IP addresses are not allowed.
+	// a.b.example.com), and must keep at least two labels after it (*.com
+	// is refused). IP addresses are not allowed.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="!isIP(self)",message="must be a DNS name, not an IP address"
 	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('*.') || self.substring(2).contains('.')",message="a wildcard must keep at least two labels after '*.', as in *.example.com: *.com would claim every name of a top-level domain"
 	// +required
 	Host string `json:"host"`
 

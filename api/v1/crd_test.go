@@ -88,12 +88,26 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    "routes:\n- host: api.example.com\n  path: /\n",
 			wantErr: []string{`spec.routes[0].backendService: Required value`},
 		},
+		// The routes list is a map keyed by host, path and pathType: the
+		// API server names the repeated route by its index.
 		"two identical routes": {
 			spec: routes(route("api.example.com", "/users/", "Prefix", "a", 80), route("api.example.com", "/users/", "Prefix", "b", 81)),
 			wantErr: []string{
-				"spec.routes: Invalid value",
-				"two routes have the same host, path and pathType; each route must be unique",
+				`spec.routes[1]: Duplicate value: {"host":"api.example.com","path":"/users/","pathType":"Prefix"}`,
 			},
+		},
+		"a route repeating the first of three": {
+			spec: routes(route("api.example.com", "/users/", "Prefix", "a", 80), route("api.example.com", "/orders/", "Prefix", "b", 81),
+				route("api.example.com", "/users/", "Prefix", "c", 82)),
+			wantErr: []string{`spec.routes[2]: Duplicate value: `},
+		},
+		"two routes the same once path and pathType are defaulted": {
+			spec:    "routes:\n- {host: api.example.com, backendService: {name: a, port: 80}}\n- {host: api.example.com, path: /, pathType: Prefix, backendService: {name: b, port: 80}}\n",
+			wantErr: []string{`spec.routes[1]: Duplicate value: {"host":"api.example.com","path":"/","pathType":"Prefix"}`},
+		},
+		"wildcard over a top-level domain": {
+			spec:    routes(route("*.com", "/", "Prefix", "svc", 80)),
+			wantErr: []string{`spec.routes[0].host: Invalid value: "*.com": a wildcard must keep at least two labels after '*.', as in *.example.com`},
 		},
 		"upper-case host": {
 			spec:    routes(route("Bad_Host", "/", "Prefix", "svc", 80)),
@@ -127,6 +141,54 @@ func TestSchemaRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Server-side apply merges routes by their key (host, path, pathType),
+// defaults included: re-applying the same manifest changes nothing, an
+// applier's dropped route goes, and two appliers can each own routes.
+func TestServerSideApplyMergesRoutesByKey(t *testing.T) {
+	ctx := t.Context()
+	ssa := func(manager, spec string) testenv.Result {
+		manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: ssa\n  namespace: default\nspec:\n" + indent(spec)
+		return env.Kubectl(ctx, strings.NewReader(manifest), "apply", "--server-side", "--field-manager="+manager, "-f", "-")
+	}
+	get := func() v1.APIGateway {
+		res := env.Kubectl(ctx, nil, "get", "apigateways.v1.example.com", "ssa", "-n", "default", "-o", "json")
+		require.NoError(t, res.Err)
+		var gw v1.APIGateway
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &gw))
+		return gw
+	}
+	paths := func(gw v1.APIGateway) []string {
+		var out []string
+		for _, r := range gw.Spec.Routes {
+			out = append(out, r.Host+r.Path+" "+string(r.PathType)+" "+r.BackendService.Name)
+		}
+		return out
+	}
+	// The first route leaves path and pathType to the schema's defaults.
+	teamA := "routes:\n- {host: api.example.com, backendService: {name: a, port: 80}}\n" + route("api.example.com", "/orders/", "Exact", "o", 80)
+	require.NoError(t, ssa("team-a", teamA).Err)
+	first := get()
+	assert.Equal(t, []string{"api.example.com/ Prefix a", "api.example.com/orders/ Exact o"}, paths(first))
+
+	require.NoError(t, ssa("team-a", teamA).Err)
+	assert.Equal(t, first.ResourceVersion, get().ResourceVersion, "the same apply again writes nothing")
+
+	// Another manager adds a route of its own; team-a's stay.
+	require.NoError(t, ssa("team-b", routes(route("api.example.com", "/b/", "Prefix", "b", 80))).Err)
+	assert.Equal(t, []string{"api.example.com/ Prefix a", "api.example.com/orders/ Exact o", "api.example.com/b/ Prefix b"}, paths(get()))
+
+	// team-a drops a route it applied; team-b's stays.
+	require.NoError(t, ssa("team-a", "routes:\n- {host: api.example.com, backendService: {name: a, port: 81}}\n").Err)
+	gw := get()
+	assert.Equal(t, []string{"api.example.com/ Prefix a", "api.example.com/b/ Prefix b"}, paths(gw))
+	assert.Equal(t, int32(81), gw.Spec.Routes[0].BackendService.Port)
+
+	// A route another manager owns is a conflict, as for any field.
+	res := ssa("team-a", routes(route("api.example.com", "/", "Prefix", "a", 81), route("api.example.com", "/b/", "Prefix", "stolen", 80)))
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Stderr, `conflict with "team-b"`)
 }
 
 func TestGetShowsPrinterColumns(t *testing.T) {
@@ -216,9 +278,20 @@ func TestV1alpha1SchemaRejects(t *testing.T) {
 			route:   `{host: api.example.com, prefix: /, serviceName: svc, servicePort: 0}`,
 			wantErr: "spec.routes[0].servicePort: Invalid value: 0",
 		},
-		"two identical routes": {
+		// v1alpha1's routes stay an atomic list (see the type): its rule
+		// names the repeated route's index in the message.
+		"two identical routes, one with the prefix left out": {
 			route:   "{host: api.example.com, serviceName: a, servicePort: 80}\n  - {host: api.example.com, prefix: /, serviceName: b, servicePort: 80}",
-			wantErr: "spec.routes: Invalid value: two routes have the same host and prefix",
+			wantErr: "spec.routes: Invalid value: spec.routes[1] has the same host and prefix as an earlier route; each route must be unique",
+		},
+		"a route repeating the second of three": {
+			route: "{host: api.example.com, prefix: /a/, serviceName: a, servicePort: 80}\n  - {host: api.example.com, prefix: /b/, serviceName: b, servicePort: 80}\n" +
+				"  - {host: api.example.com, prefix: /b/, serviceName: c, servicePort: 80}",
+			wantErr: "spec.routes[2] has the same host and prefix as an earlier route",
+		},
+		"wildcard over a top-level domain": {
+			route:   `{host: "*.com", prefix: /, serviceName: svc, servicePort: 80}`,
+			wantErr: `spec.routes[0].host: Invalid value: "*.com": a wildcard must keep at least two labels after '*.', as in *.example.com`,
 		},
 	}
 	for name, tc := range tests {

@@ -19,13 +19,23 @@ type APIGatewaySpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
+	// Why routes stay an atomic list, not a map keyed by host and prefix as
+	// v1's routes are keyed by host, path and pathType: a valid v1 object
+	// with an Exact and a Prefix route on one path reads here as two routes
+	// with one host and prefix, and once a v1alpha1 client has written the
+	// object, server-side apply (which tracks fields per version) would
+	// refuse every v1 write to it as "duplicate entries for key". The
+	// rule's message names the index of the last route that repeats an
+	// earlier one instead; it uses format() because a concatenated
+	// string(int) has no cost bound the API server accepts.
+
 	// routes maps requests, by host and path prefix, to backend Services in
 	// the gateway's namespace. Between 1 and 100 routes; no two may share
 	// host and prefix.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
-	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(o, o.host == r.host && (has(o.prefix) ? o.prefix : '/') == (has(r.prefix) ? r.prefix : '/')))",message="two routes have the same host and prefix; each route must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(o, o.host == r.host && (has(o.prefix) ? o.prefix : '/') == (has(r.prefix) ? r.prefix : '/')))",messageExpression="'spec.routes[%d] has the same host and prefix as an earlier route; each route must be unique'.format([self.map(r, !self.exists_one(o, o.host == r.host && (has(o.prefix) ? o.prefix : '/') == (has(r.prefix) ? r.prefix : '/'))).lastIndexOf(true)])"
 	// +required
 	Routes []Route `json:"routes"`
 }
@@ -34,11 +44,12 @@ type APIGatewaySpec struct {
 // In v1 it is a route with pathType Prefix.
 type Route struct {
 	// host is the DNS name the route answers for, such as api.example.com,
-	// optionally starting with "*.".
+	// optionally starting with "*." followed by at least two labels.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="!isIP(self)",message="must be a DNS name, not an IP address"
 	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('*.') || self.substring(2).contains('.')",message="a wildcard must keep at least two labels after '*.', as in *.example.com: *.com would claim every name of a top-level domain"
 	// +required
 	Host string `json:"host"`
 
