@@ -340,6 +340,44 @@ func causeFields(t *testing.T, err error) []string {
 	return fields
 }
 
+// v1 routes are a map keyed by host, path and pathType; v1alpha1 routes
+// stay atomic, because an Exact and a Prefix route on one path are one
+// host and prefix in v1alpha1. Server-side apply tracks each manager's
+// fields in its own version, so once a v1alpha1 client has applied the
+// object, every v1 write converts it to v1alpha1 too: keyed by host and
+// prefix there, such a v1 object would make every write fail ("duplicate
+// entries for key").
+func TestV1WritesBesideAV1alpha1Applier(t *testing.T) {
+	startWebhooks(t)
+	ctx, ns := t.Context(), newNamespace(t)
+	apply := func(version, manager, spec string, args ...string) testenv.Result {
+		manifest := "apiVersion: example.com/" + version + "\nkind: APIGateway\nmetadata: {name: mixed, namespace: " + ns + "}\nspec:\n" + spec
+		return env.Kubectl(ctx, strings.NewReader(manifest), append([]string{"apply", "--server-side", "--field-manager=" + manager, "-f", "-"}, args...)...)
+	}
+	res := apply("v1alpha1", "legacy", "  image: nginx:1.27\n  replicas: 2\n  routes:\n  - {host: mixed.example.com, prefix: /users, serviceName: a, servicePort: 80}\n")
+	require.NoError(t, res.Err, res.Stderr)
+
+	// The v1alpha1 applier owns the routes as a whole: taking them over
+	// is a forced apply, and it must then succeed.
+	res = apply("v1", "hub", "  routes:\n  - {host: mixed.example.com, path: /users, backendService: {name: a, port: 80}}\n"+
+		"  - {host: mixed.example.com, path: /users, pathType: Exact, backendService: {name: b, port: 80}}\n", "--force-conflicts")
+	require.NoError(t, res.Err, res.Stderr)
+	res = apply("v1", "hub", "  routes:\n  - {host: mixed.example.com, path: /users, backendService: {name: a, port: 81}}\n"+
+		"  - {host: mixed.example.com, path: /users, pathType: Exact, backendService: {name: b, port: 80}}\n")
+	require.NoError(t, res.Err, res.Stderr)
+
+	got := &v1.APIGateway{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mixed"}, got))
+	assert.Equal(t, []v1.Route{
+		hubRoute("mixed.example.com", "/users", v1.PathTypePrefix, "a", 81),
+		hubRoute("mixed.example.com", "/users", v1.PathTypeExact, "b", 80),
+	}, got.Spec.Routes)
+
+	// And the v1alpha1 client can still write it (the image only).
+	res = env.Kubectl(ctx, nil, "patch", "apigateways.v1alpha1.example.com", "mixed", "-n", ns, "--type", "merge", "-p", `{"spec":{"image":"nginx:1.28"}}`)
+	require.NoError(t, res.Err, res.Stderr)
+}
+
 func TestListsInBothVersions(t *testing.T) {
 	startWebhooks(t)
 	ctx, ns := t.Context(), newNamespace(t)
