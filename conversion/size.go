@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -33,4 +34,49 @@ func V1alpha1AnnotationBytes(gw *v1.APIGateway) (int, error) {
 		total += len(DataAnnotation) + len(value)
 	}
 	return total, nil
+}
+
+// V1alpha1AnnotationBytesBound is an upper bound of V1alpha1AnnotationBytes
+// that encodes nothing: every string counted as if each byte took six
+// (JSON's longest escape) plus a generous allowance for each element's
+// punctuation and key names. Admission checks the exact size only when the
+// bound exceeds the limit, so the common gateway, kilobytes below it, pays
+// a few additions.
+func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
+	const esc, element = 6, 64
+	total := len(DataAnnotation) + element
+	for k, v := range gw.Annotations {
+		// Our own value may be nested as the "annotation" key: count it
+		// escaped too.
+		total += len(k) + esc*len(v) + element
+	}
+	spec := &gw.Spec
+	for i := range spec.Routes {
+		r := &spec.Routes[i]
+		total += esc*(len(r.Host)+len(r.Path)+len(r.PathType)) + element
+	}
+	for _, t := range spec.TLS {
+		total += esc*len(t.SecretName) + element
+		for _, h := range t.Hosts {
+			total += esc*len(h) + element
+		}
+	}
+	if spec.IngressClassName != nil {
+		total += esc*len(*spec.IngressClassName) + element
+	}
+	if r := spec.Resources; r != nil {
+		total += resourceListBound(r.Limits) + resourceListBound(r.Requests) + element
+		for _, c := range r.Claims {
+			total += esc*(len(c.Name)+len(c.Request)) + element
+		}
+	}
+	return total
+}
+
+func resourceListBound(l corev1.ResourceList) int {
+	n := 0
+	for name, q := range l {
+		n += 6*(len(name)+len(q.String())) + 64
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -42,5 +43,21 @@ func TestV1alpha1AnnotationBytes(t *testing.T) {
 			assert.Equal(t, want, got, "must count what conversion writes")
 			assert.Equal(t, tc.overMax, got > MaxV1alpha1AnnotationBytes, "size %d", got)
 		})
+	}
+}
+
+// TestV1alpha1AnnotationBytesBound holds the cheap bound above the exact
+// size for random objects, annotations in our format and foreign text
+// included (fuzz_test.go's filler).
+func TestV1alpha1AnnotationBytesBound(t *testing.T) {
+	f := newFiller(rand.NewSource(1))
+	r := rand.New(rand.NewSource(2))
+	for i := range 5000 {
+		gw := &v1.APIGateway{}
+		f.Fill(gw)
+		setAnnotation(f, r, &gw.Annotations, true)
+		exact, err := V1alpha1AnnotationBytes(gw)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, V1alpha1AnnotationBytesBound(gw), exact, "object %d: %+v", i, gw.Spec)
 	}
 }

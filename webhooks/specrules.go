@@ -118,6 +118,9 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 // from then on every v1alpha1 GET, LIST and WATCH that reaches it would
 // fail, for every client of the namespace.
 func validateV1alpha1Size(gw *v1.APIGateway, fld *field.Path) field.ErrorList {
+	if conversion.V1alpha1AnnotationBytesBound(gw) <= conversion.MaxV1alpha1AnnotationBytes {
+		return nil
+	}
 	size, err := conversion.V1alpha1AnnotationBytes(gw)
 	if err != nil {
 		return field.ErrorList{field.InternalError(fld, err)}

@@ -1,10 +1,12 @@
 package webhooks
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -58,4 +60,25 @@ func TestValidateSpecFields(t *testing.T) {
 			assert.ElementsMatch(t, tc.want, got, "%v", errs)
 		})
 	}
+}
+
+// TestValidateRefusesAnObjectV1alpha1CannotCarry: Validate reports, at
+// spec, a gateway whose v1alpha1 form would need more annotation bytes
+// than conversion.MaxV1alpha1AnnotationBytes; one that fits passes.
+func TestValidateRefusesAnObjectV1alpha1CannotCarry(t *testing.T) {
+	gw := validGateway()
+	gw.Spec.Routes = nil
+	for i := range 100 {
+		path := "/" + strings.Repeat("a&", 500) + strconv.Itoa(i)
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypeExact,
+			BackendService: v1.BackendService{Name: "svc", Port: 80}})
+	}
+	errs, _ := Validate(nil, gw, Context{})
+	assert.Empty(t, errs, "100 long Exact routes fit once '&' takes one byte")
+
+	gw.Annotations = map[string]string{"note": strings.Repeat("x", 150<<10)}
+	errs, _ = Validate(nil, gw, Context{})
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "too large to be read through v1alpha1")
 }

@@ -62,6 +62,8 @@ func Validate(old, gw *v1.APIGateway, c Context) (field.ErrorList, admission.War
 	errs = append(errs, validateRoutes(gw.Spec.Routes, keys, spec.Child("routes"))...)
 	errs = append(errs, validateConflicts(old, gw, keys, c.Others, spec.Child("routes"))...)
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
+	errs = append(errs, validateSpecFields(&gw.Spec, spec)...)
+	errs = append(errs, validateV1alpha1Size(gw, spec)...)
 	return errs, warnings(gw, c)
 }
 

@@ -81,6 +81,7 @@ type APIGatewaySpec struct {
 	// When unset, the cluster's default IngressClass is used.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of an IngressClass: a lower-case DNS subdomain such as nginx"
 	// +optional
 	IngressClassName *string `json:"ingressClassName,omitempty"`
 

@@ -105,6 +105,10 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    "routes:\n- {host: api.example.com, backendService: {name: a, port: 80}}\n- {host: api.example.com, path: /, pathType: Prefix, backendService: {name: b, port: 80}}\n",
 			wantErr: []string{`spec.routes[1]: Duplicate value: {"host":"api.example.com","path":"/","pathType":"Prefix"}`},
 		},
+		"an ingressClassName that is no name": {
+			spec:    "ingressClassName: Not_A_Class\n" + routes(route("api.example.com", "/", "Prefix", "svc", 80)),
+			wantErr: []string{`spec.ingressClassName: Invalid value: "Not_A_Class": must be the name of an IngressClass`},
+		},
 		"wildcard over a top-level domain": {
 			spec:    routes(route("*.com", "/", "Prefix", "svc", 80)),
 			wantErr: []string{`spec.routes[0].host: Invalid value: "*.com": a wildcard must keep at least two labels after '*.', as in *.example.com`},
