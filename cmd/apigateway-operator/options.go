@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"slices"
 	"time"
 
@@ -28,6 +29,9 @@ type options struct {
 	// webhookClientCA, when set, makes the webhook server demand a client
 	// certificate signed by this CA on the admission paths.
 	webhookClientCA string
+	// webhookMaxInflight is --webhook-max-inflight-bytes as written: a
+	// quantity, or empty for the default derived from the memory limit.
+	webhookMaxInflight string
 
 	metricsAddr   string
 	probeAddr     string
@@ -51,6 +55,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding the webhook server's tls.crt and tls.key.")
 	fs.StringVar(&o.tlsMinVersion, "tls-min-version", "1.3", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
 	fs.StringVar(&o.webhookClientCA, "webhook-client-ca", "", "PEM file of the CA whose client certificates may call the admission webhooks (re-read every 10s); callers without one get 401. The conversion webhook stays open: the API server presents no client certificate to it. Empty: no client authentication.")
+	fs.StringVar(&o.webhookMaxInflight, "webhook-max-inflight-bytes", "", "Bound on the bytes all webhook requests in flight hold together, as a quantity such as 64Mi; beyond it a request waits briefly, then gets 429 (413 when it could never fit). Empty: a quarter of GOMEMLIMIT, else of the cgroup memory limit, else 64Mi.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers. Off by default: HTTP/2 rapid reset (CVE-2023-44487).")
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the HTTPS metrics endpoint, which requires an authenticated and authorized client; \"0\" turns it off.")
@@ -78,6 +83,13 @@ func (o *options) complete() error {
 	o.webhooks.DefaultReplicas = int32(o.defaultReplicas)
 	o.controller.DefaultImage = o.webhooks.DefaultImage
 	o.certs.CertDir = o.certDir
+	if o.webhookMaxInflight != "" {
+		q, err := resource.ParseQuantity(o.webhookMaxInflight)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got %q", o.webhookMaxInflight)
+		}
+		o.webhooks.MaxInflightBytes = q.Value()
+	}
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
 	}

@@ -52,6 +52,9 @@ func TestFlagsComplete(t *testing.T) {
 		"replicas 101":         {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
 		"negative replicas":    {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
 		"custom default image": {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
+		"in-flight bound":      {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
+		"in-flight bound zero": {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
+		"in-flight bound text": {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -72,6 +75,10 @@ func TestFlagDefaults(t *testing.T) {
 	assert.NotEmpty(t, o.webhooks.DefaultImage)
 	assert.Equal(t, o.webhooks.DefaultImage, o.controller.DefaultImage)
 	assert.Equal(t, 9443, o.webhookPort)
+	assert.Zero(t, o.webhooks.MaxInflightBytes, "the webhooks derive the bound from the memory limit")
+	o, err = parse(t, "--webhook-max-inflight-bytes=64Mi")
+	require.NoError(t, err)
+	assert.Equal(t, int64(64<<20), o.webhooks.MaxInflightBytes)
 	assert.False(t, o.leaderElect, "leader election is switched on by the cluster manifests, off for a local run")
 }
 
