@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +40,9 @@ type child[O client.Object, A runtime.ApplyConfiguration] struct {
 	// repair, when set, fixes drift server-side apply cannot undo before
 	// the apply (see repairServicePorts).
 	repair func(ctx context.Context, c client.Client, live O, desired A) error
+	// slim, when set, drops from an object entering the cache what the
+	// reconciler never reads (see child.transform).
+	slim func(O)
 }
 
 // stub is an empty object of the kind named key, to refer to the child.
@@ -180,7 +182,7 @@ func apply[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c
 // patch carries obj's resourceVersion: it fails, and the reconcile is
 // retried, if obj changed meanwhile.
 func upgradeManagedFields(ctx context.Context, c client.Client, kind string, obj client.Object) error {
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
+	patch, err := upgradePatch(obj)
 	if err == nil && patch != nil {
 		err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 	}
@@ -188,6 +190,12 @@ func upgradeManagedFields(ctx context.Context, c client.Client, kind string, obj
 		return fmt.Errorf("moving the fields of %s %s to %s's apply: %w", kind, obj.GetName(), FieldOwner, err)
 	}
 	return nil
+}
+
+// upgradePatch is the patch upgradeManagedFields sends, nil when obj's
+// managed fields hold no Update entry of FieldOwner.
+func upgradePatch(obj client.Object) ([]byte, error) {
+	return csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
 }
 
 // checkControlled returns a *nameTakenError unless gw is obj's controller.
@@ -223,21 +231,22 @@ func (e *nameTakenError) Error() string {
 }
 
 // appliedEqual reports whether the fields FieldOwner owns in live are
-// exactly desired. Both sides go through JSON so that quantities and
-// empty structs compare by their wire form.
+// exactly desired, comparing digests (configDigest): a child read from the
+// cache carries its digest (child.transform), any other is digested from
+// its managed fields.
 func appliedEqual[O client.Object, A runtime.ApplyConfiguration](live O, desired A, extract func(O, string) (A, error)) (bool, error) {
-	current, err := extract(live, FieldOwner)
+	have := cachedDigest(live)
+	if have == "" {
+		var err error
+		if have, err = appliedDigest(live, extract); err != nil {
+			return false, err
+		}
+	}
+	want, err := configDigest(desired)
 	if err != nil {
 		return false, err
 	}
-	var a, b any
-	if err := convertJSON(current, &a); err != nil {
-		return false, err
-	}
-	if err := convertJSON(desired, &b); err != nil {
-		return false, err
-	}
-	return reflect.DeepEqual(a, b), nil
+	return have == want, nil
 }
 
 func convertJSON(from, to any) error {

@@ -10,7 +10,7 @@ import (
 // one of the four child kinds; no label carries a gateway's name.
 var childrenApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "apigateway_children_applied_total",
-	Help: "Children of APIGateways applied, by kind (ConfigMap, Deployment, Service, Ingress) and result (created, updated, unchanged, error).",
+	Help: "Children of APIGateways applied, by kind (ConfigMap, Deployment, Service, Ingress) and result (created, updated, unchanged, name_taken, error).",
 }, []string{"kind", "result"})
 
 func init() {
@@ -22,9 +22,14 @@ func recordApplied(kind string, act action, err error) {
 	childrenApplied.WithLabelValues(kind, appliedResult(act, err)).Inc()
 }
 
-// appliedResult is the result label of an applyChild outcome.
+// appliedResult is the result label of an applyChild outcome. A name held
+// by an object the gateway does not control is name_taken, not error: the
+// operator is right to leave that object alone, and only the user can
+// free the name.
 func appliedResult(act action, err error) string {
 	switch {
+	case isNameTaken(err):
+		return "name_taken"
 	case err != nil:
 		return "error"
 	case act == created:

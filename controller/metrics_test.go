@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -20,10 +21,11 @@ func TestAppliedResult(t *testing.T) {
 		err  error
 		want string
 	}{
-		"created":   {act: created, want: "created"},
-		"updated":   {act: updated, want: "updated"},
-		"unchanged": {act: unchanged, want: "unchanged"},
-		"error":     {act: unchanged, err: errors.New("boom"), want: "error"},
+		"created":    {act: created, want: "created"},
+		"updated":    {act: updated, want: "updated"},
+		"unchanged":  {act: unchanged, want: "unchanged"},
+		"error":      {act: unchanged, err: errors.New("boom"), want: "error"},
+		"name taken": {act: unchanged, err: fmt.Errorf("applying: %w", &nameTakenError{}), want: "name_taken"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -153,7 +153,7 @@ func TestCreatedChildrenAreOwnedAsApplied(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		reasons, err := gatewayEvents(ctx, gw)
 		require.NoError(c, err)
-		assert.Contains(c, reasons, "Normal Created Ingress/created")
+		assert.Contains(c, reasons, "Normal Created: Created ConfigMap created-config, Deployment created, Service created, Ingress created")
 	}, waitFor, tick)
 	for _, obj := range []client.Object{&ch.cm, &ch.dep, &ch.svc, &ch.ing} {
 		var ours []string

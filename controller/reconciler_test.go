@@ -67,8 +67,7 @@ func TestSeedExampleGetsItsChildren(t *testing.T) {
 		reasons, err := gatewayEvents(ctx, gw)
 		require.NoError(c, err)
 		assert.Equal(c, []string{
-			"Normal Created ConfigMap/my-app-gateway-config", "Normal Created Deployment/my-app-gateway",
-			"Normal Created Ingress/my-app-gateway", "Normal Created Service/my-app-gateway",
+			"Normal Created: Created ConfigMap my-app-gateway-config, Deployment my-app-gateway, Service my-app-gateway, Ingress my-app-gateway",
 		}, reasons)
 	}, waitFor, tick)
 }

@@ -224,7 +224,8 @@ func assertControlledBy(t *testing.T, obj client.Object, gw *v1.APIGateway) {
 	assert.Equal(t, map[string]string{LabelName: "apigateway", LabelInstance: gw.Name, LabelManagedBy: FieldOwner}, obj.GetLabels())
 }
 
-// gatewayEvents are the reasons of the events regarding gw, sorted.
+// gatewayEvents are the type, reason and related object (or note) of
+// the events regarding gw, sorted.
 func gatewayEvents(ctx context.Context, gw *v1.APIGateway) ([]string, error) {
 	list := &eventsv1.EventList{}
 	if err := env.Client.List(ctx, list, client.InNamespace(gw.Namespace)); err != nil {
@@ -235,11 +236,13 @@ func gatewayEvents(ctx context.Context, gw *v1.APIGateway) ([]string, error) {
 		if e.Regarding.UID != gw.UID {
 			continue
 		}
-		related := ""
+		// An event with no related object names what it is about in its
+		// note.
+		about := ": " + e.Note
 		if e.Related != nil {
-			related = " " + e.Related.Kind + "/" + e.Related.Name
+			about = " " + e.Related.Kind + "/" + e.Related.Name
 		}
-		reasons = append(reasons, fmt.Sprintf("%s %s%s", e.Type, e.Reason, related))
+		reasons = append(reasons, fmt.Sprintf("%s %s%s", e.Type, e.Reason, about))
 	}
 	sort.Strings(reasons)
 	return reasons, nil

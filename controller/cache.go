@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// cachedAppliedAnnotation holds, in the manager's cache only, the digest of
+// what FieldOwner last applied to a child (appliedDigest), prefixed with
+// the resourceVersion it was computed at. The API server never sees it:
+// the reconciler sends the API server apply configurations, objects built
+// from them and raw patches, never an object read from the cache.
+const cachedAppliedAnnotation = "example.com/cached-applied-digest"
+
+// CacheOptions are the manager's cache options. They restrict the cache of
+// ConfigMaps, Deployments, Services and Ingresses to the children the
+// operator manages, so it does not hold every such object in the cluster,
+// and they keep of each cached object only what the operator reads: the
+// operator's memory grows with the number of gateways by what the cache
+// holds per gateway.
+//
+// Of a child, the reconciler reads whether the gateway controls it
+// (owner references), whether what the operator last applied is what it
+// wants now (a digest of the applied configuration, computed from the
+// managed fields as the object enters the cache), the Deployment's
+// generation and status, and the Service's ports (repairServicePorts);
+// see child.transform. Of an APIGateway, the reconciler and the
+// validating webhook's index read neither the managed fields nor kubectl's
+// last-applied configuration, which copies the whole object. Nothing else
+// the operator caches has its managed fields read either.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&v1.APIGateway{}:        {Transform: slimGateway},
+			&corev1.ConfigMap{}:     cachedChildren(configMapChild),
+			&appsv1.Deployment{}:    cachedChildren(deploymentChild),
+			&corev1.Service{}:       cachedChildren(serviceChild),
+			&networkingv1.Ingress{}: cachedChildren(ingressChild),
+		},
+	}
+}
+
+// cachedChildren caches the labelled objects of k's kind, transformed.
+func cachedChildren[O client.Object, A runtime.ApplyConfiguration](k child[O, A]) cache.ByObject {
+	return cache.ByObject{Label: managedSelector(), Transform: k.transform}
+}
+
+// slimGateway is the APIGateway cache's transform: it drops the managed
+// fields and kubectl's last-applied configuration. The status patch is a
+// merge patch between two copies of the cached object, so what the cache
+// lacks is never written.
+func slimGateway(obj any) (any, error) {
+	if gw, ok := obj.(*v1.APIGateway); ok {
+		gw.ManagedFields = nil
+		delete(gw.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	return obj, nil
+}
+
+// transform is the cache transform of k's kind. It records the digest of
+// what FieldOwner last applied to the object in cachedAppliedAnnotation,
+// which replaces the labels and annotations (the cache selected the object
+// by its labels already; the reconciler reads neither), then drops the
+// managed fields, unless they hold an Update entry of FieldOwner that
+// upgradeManagedFields must still fold in (a moment after a create or a
+// repair), and what k.slim drops. A hand edit of a field
+// the operator owns moves the field's ownership, so it changes the digest
+// as it changed the applied configuration the digest replaces. An object
+// whose managed fields cannot be read is cached whole: applyControlled
+// then reports the error. It is idempotent, as client-go asks.
+func (k child[O, A]) transform(obj any) (any, error) {
+	o, ok := obj.(O)
+	if !ok || cachedDigest(o) != "" {
+		return obj, nil
+	}
+	digest, err := appliedDigest(o, k.extract)
+	if err != nil {
+		return obj, nil
+	}
+	if patch, err := upgradePatch(o); err != nil || patch == nil {
+		o.SetManagedFields(nil)
+	}
+	o.SetLabels(nil)
+	o.SetAnnotations(map[string]string{cachedAppliedAnnotation: o.GetResourceVersion() + " " + digest})
+	if k.slim != nil {
+		k.slim(o)
+	}
+	return o, nil
+}
+
+// cachedDigest is the digest the cache transform recorded in obj, or ""
+// when obj has none for its resourceVersion: a copy the API server's
+// answer was decoded into keeps the annotation but not the version.
+func cachedDigest(obj client.Object) string {
+	rv, digest, ok := strings.Cut(obj.GetAnnotations()[cachedAppliedAnnotation], " ")
+	if !ok || rv != obj.GetResourceVersion() {
+		return ""
+	}
+	return digest
+}
+
+// appliedDigest is the digest of what FieldOwner last applied to live.
+func appliedDigest[O client.Object, A runtime.ApplyConfiguration](live O, extract func(O, string) (A, error)) (string, error) {
+	current, err := extract(live, FieldOwner)
+	if err != nil {
+		return "", err
+	}
+	return configDigest(current)
+}
+
+// configDigest is the SHA-256 of an apply configuration in a canonical
+// JSON form: decoded into generic values and encoded again (map keys
+// sorted), so that quantities and empty structs compare by their wire
+// form, and two configurations have one digest exactly when they are the
+// same JSON value.
+func configDigest(ac any) (string, error) {
+	var tree any
+	if err := convertJSON(ac, &tree); err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(tree)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// The slim functions drop, from a cached child, what the reconciler never
+// reads; what stays is the object's metadata (see child.transform) and
+// what is named here.
+var (
+	// A ConfigMap's data is the rendered configuration, the largest part
+	// of a child.
+	slimConfigMap = func(cm *corev1.ConfigMap) { cm.Data, cm.BinaryData = nil, nil }
+	// The Deployment's status and generation make the gateway's status.
+	slimDeployment = func(d *appsv1.Deployment) { d.Spec = appsv1.DeploymentSpec{} }
+	// repairServicePorts reads the ports.
+	slimService = func(s *corev1.Service) {
+		s.Spec, s.Status = corev1.ServiceSpec{Ports: s.Spec.Ports}, corev1.ServiceStatus{}
+	}
+	slimIngress = func(i *networkingv1.Ingress) {
+		i.Spec, i.Status = networkingv1.IngressSpec{}, networkingv1.IngressStatus{}
+	}
+)
