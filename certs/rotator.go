@@ -172,7 +172,7 @@ func (r *rotator) read(ctx context.Context) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.client.Get(ctx, r.key, &s)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("Secret %s not found: the operator fills it but does not create it; "+
+		return nil, fmt.Errorf("secret %s not found: the operator fills it but does not create it; "+
 			"apply the manifests (manifests/rbac ships it empty) or `kubectl -n %s create secret generic %s`",
 			r.key, r.key.Namespace, r.key.Name)
 	}

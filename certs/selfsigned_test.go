@@ -92,7 +92,7 @@ func TestSelfSignedWithoutItsSecretSaysWhyAndPicksItUp(t *testing.T) {
 	installWebhooks(t, o, op.port, op.port, op.port, nil)
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.ErrorContains(c, op.p.ReadyCheck(nil), "Secret "+ns+"/webhook-cert not found: the operator fills it but does not create it")
+		assert.ErrorContains(c, op.p.ReadyCheck(nil), "secret "+ns+"/webhook-cert not found: the operator fills it but does not create it")
 	}, time.Minute, 50*time.Millisecond)
 	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, &corev1.Secret{})
 	require.True(t, apierrors.IsNotFound(err), "the operator created the Secret: %v", err)

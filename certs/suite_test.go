@@ -141,7 +141,7 @@ func startInstance(t *testing.T, o Options, in instance) *operator {
 		require.NoError(t, err)
 		tlsOpts = append(tlsOpts, auth.TLSConfig)
 	}
-	var srv webhook.Server = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: tlsOpts})
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: tlsOpts})
 	if auth != nil {
 		srv = auth.Server(srv)
 	}

@@ -33,7 +33,7 @@ func startServiceDNS(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		require.NoError(t, srv.Shutdown())
-		<-served
+		<-served //nolint:errcheck // ActivateAndServe's error after Shutdown says only that it stopped
 	})
 	return pc.LocalAddr().String()
 }

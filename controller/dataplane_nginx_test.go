@@ -97,7 +97,7 @@ func (n *nginxProcess) start(t *testing.T, config string) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-n.exited:
-			return fmt.Errorf("nginx exited (%v):\n%s", n.waitErr, n.logs())
+			return fmt.Errorf("nginx exited (%w):\n%s", n.waitErr, n.logs())
 		default:
 		}
 		if status, _, err := rawRequest(n.healthAddr, "GET "+HealthPath+" HTTP/1.1", "localhost"); err == nil && status == http.StatusOK {

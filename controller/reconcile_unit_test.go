@@ -182,7 +182,7 @@ func TestCreateDoesNotTakeAnObjectCreatedMeanwhile(t *testing.T) {
 	}
 	base := fake.NewClientBuilder().WithScheme(testenv.NewScheme()).WithObjects(users).Build()
 	key := client.ObjectKeyFromObject(users)
-	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(base, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if k == key {
 				return apierrors.NewNotFound(corev1.Resource("services"), k.Name) // not there yet

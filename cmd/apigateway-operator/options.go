@@ -4,10 +4,10 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -128,7 +128,7 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 	if auth != nil {
 		webhookTLS = append(webhookTLS, auth.TLSConfig)
 	}
-	var webhookServer webhook.Server = webhook.NewServer(webhook.Options{
+	webhookServer := webhook.NewServer(webhook.Options{
 		Port:    o.webhookPort,
 		CertDir: o.certDir,
 		TLSOpts: webhookTLS,
