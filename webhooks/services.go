@@ -3,9 +3,12 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,8 +32,9 @@ type ServicePorter interface {
 // manager's main cache is restricted to the operator's own children. Full
 // Services cached cluster-wide would cost a few KiB each (managed fields,
 // annotations such as kubectl's last-applied configuration, selectors,
-// status); the transform below keeps a few hundred bytes each, so 10,000
-// Services are a few MiB, and a lookup is a map read.
+// status); the transform below keeps a few hundred bytes each
+// (cachedService), so 10,000 Services are a few MiB, and a lookup is a map
+// read.
 type serviceCache struct {
 	cache    cache.Cache
 	informer cache.Informer
@@ -84,47 +88,58 @@ func (s *serviceCache) Ports(_ context.Context, namespace string, names []string
 			continue
 		}
 		obj, exists, err := s.store.GetByKey(namespace + "/" + name)
-		svc, ok := obj.(*corev1.Service)
+		svc, ok := obj.(*cachedService)
 		if err != nil || !exists || !ok {
 			continue // not found, or unknown: no warning either way
 		}
 		if ports == nil {
 			ports = map[string][]int32{}
 		}
-		ports[name] = servicePorts(svc)
+		ports[name] = svc.ports
 	}
 	return ports
 }
 
-func servicePorts(svc *corev1.Service) []int32 {
-	ports := make([]int32, len(svc.Spec.Ports))
-	for i, p := range svc.Spec.Ports {
-		ports[i] = p.Port
-	}
-	return ports
+// cachedService is what the cache keeps of a Service: what the informer
+// keys and tracks it by, and its port numbers. A *corev1.Service with all
+// else dropped would still be 600 bytes, most of them the zero fields of
+// its spec and status, and a ServicePort per port; this is a third of
+// that, for every Service in the cluster.
+type cachedService struct {
+	metav1.ObjectMeta
+	ports []int32
 }
 
-// slimService is the cache's transform: it replaces each Service with one
-// that holds only what the port warning and the informer need. It is
-// idempotent, as client-go requires, and passes anything else through.
+// GetObjectKind implements runtime.Object; nothing reads the kind of the
+// objects in this store.
+func (s *cachedService) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (s *cachedService) DeepCopyObject() runtime.Object {
+	c := &cachedService{ports: slices.Clone(s.ports)}
+	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
+}
+
+// slimService is the cache's transform: it replaces each Service with a
+// cachedService. It is idempotent, as client-go requires, and passes
+// anything else through.
 func slimService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
-	slim := &corev1.Service{
+	slim := &cachedService{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            svc.Name,
 			Namespace:       svc.Namespace,
 			UID:             svc.UID,
 			ResourceVersion: svc.ResourceVersion,
 		},
+		ports: make([]int32, len(svc.Spec.Ports)),
 	}
-	if len(svc.Spec.Ports) > 0 {
-		slim.Spec.Ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
-		for i, p := range svc.Spec.Ports {
-			slim.Spec.Ports[i] = corev1.ServicePort{Port: p.Port}
-		}
+	for i, p := range svc.Spec.Ports {
+		slim.ports[i] = p.Port
 	}
 	return slim, nil
 }
