@@ -16,13 +16,6 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// cachedAppliedAnnotation holds, in the manager's cache only, the digest of
-// what FieldOwner last applied to a child (appliedDigest), prefixed with
-// the resourceVersion it was computed at. The API server never sees it:
-// the reconciler sends the API server apply configurations, objects built
-// from them and raw patches, never an object read from the cache.
-const cachedAppliedAnnotation = "example.com/cached-applied-digest"
-
 // CacheOptions are the manager's cache options. They restrict the cache of
 // ConfigMaps, Deployments, Services and Ingresses to the children the
 // operator manages, so it does not hold every such object in the cluster,
@@ -70,16 +63,16 @@ func slimGateway(obj any) (any, error) {
 }
 
 // transform is the cache transform of k's kind. It records the digest of
-// what FieldOwner last applied to the object in cachedAppliedAnnotation,
-// which replaces the labels and annotations (the cache selected the object
-// by its labels already; the reconciler reads neither), then drops the
-// managed fields, unless they hold an Update entry of FieldOwner that
-// upgradeManagedFields must still fold in (a moment after a create or a
-// repair), and what k.slim drops. A hand edit of a field
-// the operator owns moves the field's ownership, so it changes the digest
-// as it changed the applied configuration the digest replaces. An object
-// whose managed fields cannot be read is cached whole: applyControlled
-// then reports the error. It is idempotent, as client-go asks.
+// what FieldOwner last applied to the object (see cachedDigest), then
+// drops the labels and annotations (the cache selected the object by its
+// labels already; the reconciler reads neither), the managed fields,
+// unless they hold an Update entry of FieldOwner that upgradeManagedFields
+// must still fold in (a moment after a create or a repair), and what
+// k.slim drops. A hand edit of a field the operator owns moves the field's
+// ownership, so it changes the digest as it changed the applied
+// configuration the digest replaces. An object whose managed fields cannot
+// be read is cached whole: applyControlled then reports the error. It is
+// idempotent, as client-go asks.
 func (k child[O, A]) transform(obj any) (any, error) {
 	o, ok := obj.(O)
 	if !ok || cachedDigest(o) != "" {
@@ -93,18 +86,26 @@ func (k child[O, A]) transform(obj any) (any, error) {
 		o.SetManagedFields(nil)
 	}
 	o.SetLabels(nil)
-	o.SetAnnotations(map[string]string{cachedAppliedAnnotation: o.GetResourceVersion() + " " + digest})
+	o.SetAnnotations(nil)
+	o.SetSelfLink(o.GetResourceVersion() + " " + digest)
 	if k.slim != nil {
 		k.slim(o)
 	}
 	return o, nil
 }
 
-// cachedDigest is the digest the cache transform recorded in obj, or ""
-// when obj has none for its resourceVersion: a copy the API server's
-// answer was decoded into keeps the annotation but not the version.
+// cachedDigest is the digest of what FieldOwner last applied to obj that
+// the cache transform recorded, or "" when obj has none for its
+// resourceVersion (a copy that something else was decoded into).
+//
+// The transform records it in the selfLink, as "<resourceVersion>
+// <digest>". The field is deprecated: the API server no longer fills it in
+// (never since Kubernetes 1.24) and drops it from every object written to
+// it (TestAPIServerDropsSelfLink), so a digest there can never reach a
+// stored object, whatever a future code path sends; and unlike an
+// annotation it costs no map per child.
 func cachedDigest(obj client.Object) string {
-	rv, digest, ok := strings.Cut(obj.GetAnnotations()[cachedAppliedAnnotation], " ")
+	rv, digest, ok := strings.Cut(obj.GetSelfLink(), " ")
 	if !ok || rv != obj.GetResourceVersion() {
 		return ""
 	}
