@@ -23,7 +23,7 @@ import (
 // appliedEntry is a managed fields entry of FieldOwner's with operation op.
 func appliedEntry(op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: FieldOwner, Operation: op, APIVersion: "v1", FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 func TestChildTransform(t *testing.T) {
@@ -52,7 +52,7 @@ func TestChildTransform(t *testing.T) {
 		"applied":               {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, dataFields)), digest: applied},
 		"created, not upgraded": {in: cm(appliedEntry(metav1.ManagedFieldsOperationUpdate, dataFields)), digest: nothing, keepsManagedFields: true},
 		"another manager's apply": {in: cm(metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(dataFields)}}), digest: nothing},
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(dataFields)}), digest: nothing},
 		"unreadable managed fields": {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, `{"x:data":{}}`))},
 		"a tombstone":               {in: toolscache.DeletedFinalStateUnknown{Key: "ns/gw-config", Obj: cm()}},
 	}
@@ -176,14 +176,15 @@ spec:
 // on: a selfLink sent to the API server is not stored.
 func TestAPIServerDropsSelfLink(t *testing.T) {
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t, "selflink"), Name: "cm", SelfLink: "1 digest"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t, "selflink"), Name: "cm"}}
+	cm.SetSelfLink("1 digest")
 	require.NoError(t, env.Client.Create(ctx, cm))
-	assert.Empty(t, cm.SelfLink, "the create's answer")
-	cm.SelfLink = "2 digest"
+	assert.Empty(t, cm.GetSelfLink(), "the create's answer")
+	cm.SetSelfLink("2 digest")
 	require.NoError(t, env.Client.Update(ctx, cm))
 	stored := &corev1.ConfigMap{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(cm), stored))
-	assert.Empty(t, stored.SelfLink)
+	assert.Empty(t, stored.GetSelfLink())
 }
 
 // assertCachedDigest checks that cached, live as the cache holds it, has no

@@ -95,9 +95,9 @@ type inflightServer struct {
 	unblock chan struct{}
 }
 
-func newInflightServer(t *testing.T, limit, copies int64, maxWait time.Duration) *inflightServer {
+func newInflightServer(t *testing.T, copies int64, maxWait time.Duration) *inflightServer {
 	t.Helper()
-	budget, err := newInflight(limit)
+	budget, err := newInflight(MinInflightBytes)
 	require.NoError(t, err)
 	budget.maxWait = maxWait
 	s := &inflightServer{budget: budget, copies: copies, entered: make(chan int, 16), unblock: make(chan struct{})}
@@ -173,7 +173,7 @@ func checkNoLeak(t *testing.T) {
 // again and large requests pass.
 func TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered(t *testing.T) {
 	const copies = 2
-	s := newInflightServer(t, MinInflightBytes, copies, 300*time.Millisecond)
+	s := newInflightServer(t, copies, 300*time.Millisecond)
 	largest := int(s.budget.maxBody(copies))
 	weight := func(size int) int64 { return int64(size)*copies + requestOverhead }
 
@@ -224,7 +224,7 @@ func TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered(t *testing.T) {
 // as soon as the one before it completes, within its wait.
 func TestInflightWaiterGetsRoom(t *testing.T) {
 	const copies = 3
-	s := newInflightServer(t, MinInflightBytes, copies, 10*time.Second)
+	s := newInflightServer(t, copies, 10*time.Second)
 	largest := int(s.budget.maxBody(copies))
 	first := make(chan int, 1)
 	go func() {
@@ -254,7 +254,7 @@ func TestInflightWaiterGetsRoom(t *testing.T) {
 
 func TestInflightRefusesOversizedAtOnce(t *testing.T) {
 	const copies = 4
-	s := newInflightServer(t, MinInflightBytes, copies, time.Minute)
+	s := newInflightServer(t, copies, time.Minute)
 	largest := int(s.budget.maxBody(copies))
 
 	t0 := time.Now()
@@ -276,7 +276,7 @@ func TestInflightRefusesOversizedAtOnce(t *testing.T) {
 // and one longer than the largest body is cut off there.
 func TestInflightUnknownLength(t *testing.T) {
 	const copies = 2
-	s := newInflightServer(t, MinInflightBytes, copies, 200*time.Millisecond)
+	s := newInflightServer(t, copies, 200*time.Millisecond)
 	largest := s.budget.maxBody(copies)
 	chunked := func(ctx context.Context, path string, size int64) (int, error) {
 		// A reader of unknown length makes the client send it chunked.
@@ -320,7 +320,7 @@ func TestInflightUnknownLength(t *testing.T) {
 // and answers no one), and no goroutine is left behind.
 func TestInflightClientCancel(t *testing.T) {
 	const copies = 2
-	s := newInflightServer(t, MinInflightBytes, copies, 500*time.Millisecond)
+	s := newInflightServer(t, copies, 500*time.Millisecond)
 	largest := int(s.budget.maxBody(copies))
 	weight := int64(largest)*copies + requestOverhead
 

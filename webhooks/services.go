@@ -117,7 +117,7 @@ func (s *cachedService) GetObjectKind() schema.ObjectKind { return schema.EmptyO
 // DeepCopyObject implements runtime.Object.
 func (s *cachedService) DeepCopyObject() runtime.Object {
 	c := &cachedService{ports: slices.Clone(s.ports)}
-	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	s.DeepCopyInto(&c.ObjectMeta)
 	return c
 }
 
