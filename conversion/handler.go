@@ -124,7 +124,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
+		// The limit that tripped: the webhook server's in-flight bound
+		// may cut a body of unknown length off before this one.
+		return nil, http.StatusRequestEntityTooLarge,
+			fmt.Errorf("the ConversionReview is larger than the limit of %d bytes", min(maxErr.Limit, limit))
 	}
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("reading the ConversionReview: %w", err)

@@ -285,6 +285,7 @@ func TestConversionReviewSizeLimit(t *testing.T) {
 	tests := map[string]struct {
 		limit         int64
 		contentLength int64 // -1: unknown, as when chunked
+		outer         int64 // a limit put on the body before the handler (the webhook server's in-flight bound); 0: none
 		code          int
 	}{
 		"at the limit":                   {limit: int64(len(body)), contentLength: int64(len(body)), code: http.StatusOK},
@@ -292,6 +293,9 @@ func TestConversionReviewSizeLimit(t *testing.T) {
 		"over the limit, length unknown": {limit: int64(len(body)) - 1, contentLength: -1, code: http.StatusRequestEntityTooLarge},
 		"under the limit, length unknown": {
 			limit: int64(len(body)), contentLength: -1, code: http.StatusOK,
+		},
+		"over an outer limit, length unknown": {
+			limit: int64(len(body)), contentLength: -1, outer: int64(len(body)) - 2, code: http.StatusRequestEntityTooLarge,
 		},
 	}
 	for name, tc := range tests {
@@ -301,10 +305,14 @@ func TestConversionReviewSizeLimit(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/convert", io.MultiReader(strings.NewReader(body)))
 			req.ContentLength = tc.contentLength
 			rec := httptest.NewRecorder()
+			limit := tc.limit
+			if tc.outer > 0 {
+				req.Body, limit = http.MaxBytesReader(rec, req.Body, tc.outer), tc.outer
+			}
 			h.ServeHTTP(rec, req)
 			assert.Equal(t, tc.code, rec.Code, rec.Body.String())
 			if tc.code == http.StatusRequestEntityTooLarge {
-				assert.Contains(t, rec.Body.String(), fmt.Sprintf("the ConversionReview is larger than the limit of %d bytes", tc.limit))
+				assert.Contains(t, rec.Body.String(), fmt.Sprintf("the ConversionReview is larger than the limit of %d bytes", limit))
 			}
 		})
 	}
