@@ -105,7 +105,7 @@ nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op wh
 ##@ Benchmarks
 
 .PHONY: bench
-bench: k8s build ## Micro-benchmarks and the B1-B5 side-by-side table (also written to bin/bench.md).
+bench: k8s build ## Micro-benchmarks and the B1-B7 table (also written to bin/bench.md).
 	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller
 	$(TEST_ENV) go run ./internal/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
 

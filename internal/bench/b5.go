@@ -93,6 +93,8 @@ func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
 type operatorProcess struct {
 	cmd *exec.Cmd
 	log string
+	// webhook is the host:port of its webhook server.
+	webhook string
 	// exited is closed once the process has exited, with err its exit.
 	exited chan struct{}
 	err    error
@@ -100,9 +102,10 @@ type operatorProcess struct {
 
 // startOperator starts the operator with the certificate of the envtest
 // webhook configurations (files mode: nothing injected, no bundle checks),
-// no leader election and no metrics endpoint, and waits until it is
-// ready. Its log goes to bin/bench-operator.log.
-func startOperator(ctx context.Context, h *harness, binary string) (*operatorProcess, error) {
+// no leader election and no metrics endpoint, and env (NAME=value) added
+// to the bench's environment, and waits until it is ready. Its log goes to
+// bin/bench-operator.log.
+func startOperator(ctx context.Context, h *harness, binary string, env ...string) (*operatorProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -124,10 +127,12 @@ func startOperator(ctx context.Context, h *harness, binary string) (*operatorPro
 		"--webhook-port="+strconv.Itoa(ports[0]), "--metrics-bind-address=0", "--health-probe-bind-address="+probe,
 		"--leader-elect=false", "--default-gateway-image="+image, "--max-concurrent-reconciles=4")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (run `make build`): %w", binary, err)
 	}
-	p := &operatorProcess{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	p := &operatorProcess{cmd: cmd, log: logPath, exited: make(chan struct{}),
+		webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(ports[0]))}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)

@@ -143,6 +143,11 @@ func benchGateway(ns, name, prefix string, n int) *v1.APIGateway {
 // createMany creates count one-route gateways in ns with workers
 // concurrent clients; gateway i serves /<ns>-<i>/.
 func (h *harness) createMany(ctx context.Context, ns string, count, workers int) error {
+	return h.createRange(ctx, ns, 0, count, workers)
+}
+
+// createRange creates gateways from to to-1 of ns as createMany names them.
+func (h *harness) createRange(ctx context.Context, ns string, from, to, workers int) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -165,7 +170,7 @@ func (h *harness) createMany(ctx context.Context, ns string, count, workers int)
 			}
 		}()
 	}
-	for i := range count {
+	for i := from; i < to; i++ {
 		select {
 		case next <- i:
 		case <-ctx.Done():

@@ -4,7 +4,7 @@
 // table and writes it as Markdown. Everything talks to 127.0.0.1 only and
 // stops by itself.
 //
-//	go run ./internal/bench -out bin/bench.md [-rows B1,B2,B3,B4,B5]
+//	go run ./internal/bench -out bin/bench.md [-rows B1,B2,B3,B4,B5,B6,B7]
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,15 +27,16 @@ import (
 
 func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
-	rows := flag.String("rows", "B1,B2,B3,B4,B5", "the rows to run, comma-separated")
+	rows := flag.String("rows", "B1,B2,B3,B4,B5,B6,B7", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
-	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5 runs (make build)")
+	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5, B6 and B7 run (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
+	// The whole run must stay under make bench's 15 minutes.
+	timeout := flag.Duration("timeout", 14*time.Minute, "how long the whole run may take")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
-	// The whole run must stay under make bench's 15 minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	err := run(ctx, config{out: *out, profiles: *profiles, rows: strings.Split(*rows, ","), duration: *duration, operator: *operator})
 	cancel()
 	if err != nil {
@@ -71,31 +73,36 @@ func run(ctx context.Context, c config) error {
 		want[strings.TrimSpace(r)] = true
 	}
 	var table []row
-	// The order keeps rows independent: B5's controller runs before the
-	// 10,000 gateways of B4 and B3 exist, and B1 runs before they load
-	// the API server.
+	// The order keeps rows independent: the operators of B5, B6 and B7
+	// run before the 10,000 gateways of B4 and B3 exist (an operator
+	// reconciles every gateway of the cluster), and B1 runs before they
+	// load the API server. B6 and B7 share one operator process and
+	// B6's gateways, which B7 grows to 10,000.
 	steps := []struct {
-		id  string
+		ids []string
 		run func(context.Context, *harness) ([]row, error)
 	}{
-		{"B2", benchB2(c.duration)}, {"B5", benchB5(c.operator)}, {"B1", benchB1}, {"B4", benchB4}, {"B3", benchB3},
+		{[]string{"B2"}, benchB2(c.duration)}, {[]string{"B5"}, benchB5(c.operator)},
+		{[]string{"B6", "B7"}, benchB6B7(c.operator, want["B6"], want["B7"])},
+		{[]string{"B1"}, benchB1}, {[]string{"B4"}, benchB4}, {[]string{"B3"}, benchB3},
 	}
 	for _, s := range steps {
-		if !want[s.id] {
+		if !slices.ContainsFunc(s.ids, func(id string) bool { return want[id] }) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "bench: running %s\n", s.id)
+		id := strings.Join(s.ids, "+")
+		fmt.Fprintf(os.Stderr, "bench: running %s\n", id)
 		t0 := time.Now()
-		stopProfile, err := startProfile(c.profiles, s.id)
+		stopProfile, err := startProfile(c.profiles, id)
 		if err != nil {
 			return err
 		}
 		rs, err := s.run(ctx, h)
 		stopProfile()
 		if err != nil {
-			rs = append(rs, row{ID: s.id, What: "error", Figures: err.Error(), Met: "error"})
+			rs = append(rs, row{ID: id, What: "error", Figures: err.Error(), Met: "error"})
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s took %v\n", s.id, time.Since(t0).Round(time.Second))
+		fmt.Fprintf(os.Stderr, "bench: %s took %v\n", id, time.Since(t0).Round(time.Second))
 		table = append(table, rs...)
 	}
 	md := markdown(table, time.Since(start))
