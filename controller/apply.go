@@ -182,7 +182,7 @@ func apply[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c
 // patch carries obj's resourceVersion: it fails, and the reconcile is
 // retried, if obj changed meanwhile.
 func upgradeManagedFields(ctx context.Context, c client.Client, kind string, obj client.Object) error {
-	patch, err := upgradePatch(obj)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
 	if err == nil && patch != nil {
 		err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 	}
@@ -190,12 +190,6 @@ func upgradeManagedFields(ctx context.Context, c client.Client, kind string, obj
 		return fmt.Errorf("moving the fields of %s %s to %s's apply: %w", kind, obj.GetName(), FieldOwner, err)
 	}
 	return nil
-}
-
-// upgradePatch is the patch upgradeManagedFields sends, nil when obj's
-// managed fields hold no Update entry of FieldOwner.
-func upgradePatch(obj client.Object) ([]byte, error) {
-	return csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
 }
 
 // checkControlled returns a *nameTakenError unless gw is obj's controller.

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,12 +64,14 @@ func slimGateway(obj any) (any, error) {
 }
 
 // transform is the cache transform of k's kind. It records the digest of
-// what FieldOwner last applied to the object (see cachedDigest), then
-// drops the labels and annotations (the cache selected the object by its
-// labels already; the reconciler reads neither), the managed fields,
-// unless they hold an Update entry of FieldOwner that upgradeManagedFields
-// must still fold in (a moment after a create or a repair), and what
-// k.slim drops. A hand edit of a field the operator owns moves the field's
+// what FieldOwner last applied to the object (see cachedDigest) in place
+// of the managed fields, then drops the labels and annotations (the cache
+// selected the object by its labels already; the reconciler reads
+// neither) and what k.slim drops. Managed fields that hold an Update entry
+// of FieldOwner, a moment after a create or a repair, stay, and no digest
+// is recorded: the reconciler first folds the entry into FieldOwner's
+// apply (upgradeManagedFields) and compares the object the API server
+// answers that with. A hand edit of a field the operator owns moves the field's
 // ownership, so it changes the digest as it changed the applied
 // configuration the digest replaces. An object whose managed fields cannot
 // be read is cached whole: applyControlled then reports the error. It is
@@ -78,20 +81,32 @@ func (k child[O, A]) transform(obj any) (any, error) {
 	if !ok || cachedDigest(o) != "" {
 		return obj, nil
 	}
-	digest, err := appliedDigest(o, k.extract)
-	if err != nil {
-		return obj, nil
-	}
-	if patch, err := upgradePatch(o); err != nil || patch == nil {
+	if !upgradePending(o) {
+		digest, err := appliedDigest(o, k.extract)
+		if err != nil {
+			return obj, nil
+		}
 		o.SetManagedFields(nil)
+		o.SetSelfLink(o.GetResourceVersion() + " " + digest)
 	}
 	o.SetLabels(nil)
 	o.SetAnnotations(nil)
-	o.SetSelfLink(o.GetResourceVersion() + " " + digest)
 	if k.slim != nil {
 		k.slim(o)
 	}
 	return o, nil
+}
+
+// upgradePending reports whether obj's managed fields hold an Update
+// entry of FieldOwner: the entries upgradeManagedFields folds into
+// FieldOwner's apply, and the only ones that make it write.
+func upgradePending(obj client.Object) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // cachedDigest is the digest of what FieldOwner last applied to obj that
@@ -121,17 +136,14 @@ func appliedDigest[O client.Object, A runtime.ApplyConfiguration](live O, extrac
 	return configDigest(current)
 }
 
-// configDigest is the SHA-256 of an apply configuration in a canonical
-// JSON form: decoded into generic values and encoded again (map keys
-// sorted), so that quantities and empty structs compare by their wire
-// form, and two configurations have one digest exactly when they are the
-// same JSON value.
+// configDigest is the SHA-256 of an apply configuration's JSON encoding.
+// The two sides of a comparison are of one apply configuration type, whose
+// encoding is canonical: fields in declaration order, map keys sorted,
+// quantities and empty structs in their wire form, unset fields left out.
+// So two configurations have one digest exactly when they encode alike,
+// which is what the API server would store for them.
 func configDigest(ac any) (string, error) {
-	var tree any
-	if err := convertJSON(ac, &tree); err != nil {
-		return "", err
-	}
-	data, err := json.Marshal(tree)
+	data, err := json.Marshal(ac)
 	if err != nil {
 		return "", err
 	}

@@ -12,8 +12,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,19 +44,20 @@ func TestChildTransform(t *testing.T) {
 
 	tests := map[string]struct {
 		in any
-		// digest is what the transform records; "" means the object
-		// passes through untouched.
+		// untouched: the object passes through as it is.
+		untouched bool
+		// digest is what the transform records.
 		digest string
 		// keepsManagedFields: an Update entry of FieldOwner still to be
 		// folded into its apply by upgradeManagedFields.
 		keepsManagedFields bool
 	}{
 		"applied":               {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, dataFields)), digest: applied},
-		"created, not upgraded": {in: cm(appliedEntry(metav1.ManagedFieldsOperationUpdate, dataFields)), digest: nothing, keepsManagedFields: true},
+		"created, not upgraded": {in: cm(appliedEntry(metav1.ManagedFieldsOperationUpdate, dataFields)), keepsManagedFields: true},
 		"another manager's apply": {in: cm(metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(dataFields)}), digest: nothing},
-		"unreadable managed fields": {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, `{"x:data":{}}`))},
-		"a tombstone":               {in: toolscache.DeletedFinalStateUnknown{Key: "ns/gw-config", Obj: cm()}},
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(dataFields)}}), digest: nothing},
+		"unreadable managed fields": {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, `{"x:data":{}}`)), untouched: true},
+		"a tombstone":               {in: toolscache.DeletedFinalStateUnknown{Key: "ns/gw-config", Obj: cm()}, untouched: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +67,7 @@ func TestChildTransform(t *testing.T) {
 			}
 			out, err := configMapChild.transform(tc.in)
 			require.NoError(t, err)
-			if tc.digest == "" {
+			if tc.untouched {
 				assert.Equal(t, orig, out)
 				return
 			}
@@ -80,6 +83,39 @@ func TestChildTransform(t *testing.T) {
 
 			got.ResourceVersion = "8"
 			assert.Empty(t, cachedDigest(got), "a digest outlived its resourceVersion")
+		})
+	}
+}
+
+// TestUpgradePending holds upgradePending to the condition under which
+// upgradeManagedFields writes: csaupgrade returning a patch.
+func TestUpgradePending(t *testing.T) {
+	const fields = `{"f:data":{".":{},"f:k":{}}}`
+	apply := appliedEntry(metav1.ManagedFieldsOperationApply, fields)
+	update := appliedEntry(metav1.ManagedFieldsOperationUpdate, fields)
+	statusUpdate := update
+	statusUpdate.Subresource = "status"
+	otherUpdate := update
+	otherUpdate.Manager = "kubectl-edit"
+	tests := map[string]struct {
+		entries []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		"none":                   {},
+		"applied":                {entries: []metav1.ManagedFieldsEntry{apply}},
+		"created":                {entries: []metav1.ManagedFieldsEntry{update}, want: true},
+		"applied, then repaired": {entries: []metav1.ManagedFieldsEntry{apply, update}, want: true},
+		"another manager":        {entries: []metav1.ManagedFieldsEntry{apply, otherUpdate}},
+		"a status update":        {entries: []metav1.ManagedFieldsEntry{apply, statusUpdate}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ResourceVersion: "1", ManagedFields: tc.entries},
+				Data: map[string]string{"k": "v"}}
+			assert.Equal(t, tc.want, upgradePending(obj))
+			patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj.DeepCopy(), sets.New(FieldOwner), FieldOwner)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, patch != nil, "csaupgrade's verdict")
 		})
 	}
 }
