@@ -55,7 +55,7 @@ func TestChildTransform(t *testing.T) {
 		"applied":               {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, dataFields)), digest: applied},
 		"created, not upgraded": {in: cm(appliedEntry(metav1.ManagedFieldsOperationUpdate, dataFields)), keepsManagedFields: true},
 		"another manager's apply": {in: cm(metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(dataFields)}}), digest: nothing},
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(dataFields)}), digest: nothing},
 		"unreadable managed fields": {in: cm(appliedEntry(metav1.ManagedFieldsOperationApply, `{"x:data":{}}`)), untouched: true},
 		"a tombstone":               {in: toolscache.DeletedFinalStateUnknown{Key: "ns/gw-config", Obj: cm()}, untouched: true},
 	}
