@@ -19,7 +19,11 @@ COPY certs/ certs/
 COPY cmd/ cmd/
 COPY controller/ controller/
 COPY conversion/ conversion/
-COPY internal/ internal/
+COPY inflight/ inflight/
+COPY manifests/crd/ manifests/crd/
+COPY manifests/webhook/ manifests/webhook/
+COPY offline/ offline/
+COPY routepath/ routepath/
 COPY webhooks/ webhooks/
 
 RUN --mount=type=cache,target=/root/go/pkg/mod \

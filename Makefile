@@ -45,9 +45,12 @@ help: ## Show this help.
 
 ##@ Run
 
+# Built rather than `go run`: signals then reach hack/run itself, which
+# stops what it started (go run does not pass SIGTERM on).
 .PHONY: run
 run: k8s build ## Run the operator against a local control plane (data in ./bin/run); Ctrl-C stops it. ARGS go to the operator.
-	hack/run.sh $(ARGS)
+	go build -o $(BIN)/run-local ./hack/run
+	$(BIN)/run-local $(ARGS)
 
 .PHONY: run-clean
 run-clean: ## Delete what `make run` keeps between runs (./bin/run): the next run starts with an empty cluster.
@@ -107,7 +110,7 @@ nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op wh
 .PHONY: bench
 bench: k8s build ## Micro-benchmarks and the B1-B7 table (also written to bin/bench.md).
 	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller
-	$(TEST_ENV) go run ./internal/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
+	$(TEST_ENV) go run ./hack/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
 
 ##@ Build
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -134,9 +135,15 @@ func TestCertManagerModeWithCAInjector(t *testing.T) {
 	require.NoError(t, cm.Status().Update(ctx, crt))
 
 	op.waitReady(t)
-	for _, b := range injectedBundles(t, o) {
-		assert.Equal(t, encodeCerts(ca.cert), b, "cainjector injected the Secret's ca.crt")
-	}
+	// Ready means every bundle the operator's cache shows trusts the
+	// served chain; a cache that still shows the CRD without webhook
+	// conversion (as the test before left it) has no CRD bundle to check
+	// yet, so the injection is awaited, not assumed.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, b := range injectedBundles(t, o) {
+			assert.Equal(c, encodeCerts(ca.cert), b, "cainjector injected the Secret's ca.crt")
+		}
+	}, time.Minute, 50*time.Millisecond)
 	require.NoError(t, roundTrip(ctx, ns, "gw-cert-manager"))
 	assert.Positive(t, op.calls.mutate.Load())
 	assert.Positive(t, op.calls.validate.Load())

@@ -3,18 +3,16 @@ package certs
 import (
 	"context"
 	"crypto/x509"
-	"encoding/base64"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // apiServerClientCA is the file of the CA that signed the client
@@ -22,63 +20,19 @@ import (
 var apiServerClientCA string
 
 // presentClientCert is testenv's APIServer hook: it makes the kube-apiserver
-// present a client certificate to every admission webhook, as hack/run.sh
-// does and as the README tells cluster admins to. It writes a client CA, a
-// kubeconfig holding a certificate that CA signed, and an admission
-// configuration naming that kubeconfig for both webhook admission plugins.
-// The kubeconfig's user is "*" (any webhook host): the tests' webhooks
-// listen on random ports, where a cluster's kubeconfig names the Service,
+// present a client certificate to every admission webhook, as hack/run
+// does (through the same controlplane.WriteWebhookClientAuth) and as the
+// README tells cluster admins to. Its kubeconfig's user is "*" (any
+// webhook host): the tests' webhooks listen on random ports, where a
+// cluster's kubeconfig names the Service,
 // apigateway-operator-webhook.apigateway-operator-system.svc.
 func presentClientCert(dir string) (map[string]string, error) {
-	ca, err := newCA(time.Now(), 24*time.Hour)
+	a, err := controlplane.WriteWebhookClientAuth(dir, "*", time.Now())
 	if err != nil {
 		return nil, err
 	}
-	client, err := issueClientCert(ca, "kube-apiserver")
-	if err != nil {
-		return nil, err
-	}
-	key, err := encodeKey(client.key)
-	if err != nil {
-		return nil, err
-	}
-	b64 := base64.StdEncoding.EncodeToString
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-users:
-- name: "*"
-  user:
-    client-certificate-data: %s
-    client-key-data: %s
-`, b64(encodeCerts(client.cert)), b64(key))
-	files := map[string]string{
-		"webhook-client-ca.crt":   string(encodeCerts(ca.cert)),
-		"webhook-kubeconfig.yaml": kubeconfig,
-		"admission.yaml":          admissionConfiguration(filepath.Join(dir, "webhook-kubeconfig.yaml")),
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	apiServerClientCA = filepath.Join(dir, "webhook-client-ca.crt")
-	return map[string]string{"admission-control-config-file": filepath.Join(dir, "admission.yaml")}, nil
-}
-
-// admissionConfiguration gives both webhook admission plugins kubeconfig,
-// from which the kube-apiserver takes the credentials it presents to each
-// webhook host.
-func admissionConfiguration(kubeconfig string) string {
-	out := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
-	for _, plugin := range []string{"ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"} {
-		out += fmt.Sprintf(`- name: %s
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %s
-`, plugin, kubeconfig)
-	}
-	return out
+	apiServerClientCA = a.CA
+	return a.Flags, nil
 }
 
 // TestClientAuthAdmitsTheAPIServerAndRefusesOtherCallers runs the webhooks

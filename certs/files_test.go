@@ -112,4 +112,7 @@ func TestBindFlagsParsesExtraHosts(t *testing.T) {
 	assert.Equal(t, []string{"wh", "wh.sys", "wh.sys.svc", "wh.sys.svc.cluster.local", "localhost"}, p.DNSNames)
 	require.Len(t, p.IPs, 1)
 	assert.Equal(t, "127.0.0.1", p.IPs[0].String())
+
+	o.ClusterDomain = "corp.example"
+	assert.Equal(t, []string{"wh", "wh.sys", "wh.sys.svc", "wh.sys.svc.corp.example", "localhost"}, o.policy().DNSNames)
 }

@@ -48,39 +48,61 @@ func (t target) String() string { return t.kind + " " + t.name }
 
 // read returns the state of every configured target.
 func (t targets) read(ctx context.Context, c client.Reader) ([]target, error) {
+	readers := []struct {
+		name string
+		read func(context.Context, client.Reader, string) (target, error)
+	}{{t.mutating, readMutating}, {t.validating, readValidating}, {t.crd, readCRD}}
 	var out []target
 	var errs []error
-	if t.mutating != "" {
-		var o admissionregistrationv1.MutatingWebhookConfiguration
-		err := get(ctx, c, t.mutating, &o)
-		errs = append(errs, err)
-		tg := target{kind: kindMutating, name: t.mutating, found: o.Name != "", bundles: map[string][]byte{}}
-		for _, w := range o.Webhooks {
-			tg.bundles[w.Name] = w.ClientConfig.CABundle
+	for _, r := range readers {
+		if r.name == "" {
+			continue
 		}
+		tg, err := r.read(ctx, c, r.name)
 		out = append(out, tg)
-	}
-	if t.validating != "" {
-		var o admissionregistrationv1.ValidatingWebhookConfiguration
-		err := get(ctx, c, t.validating, &o)
 		errs = append(errs, err)
-		tg := target{kind: kindValidating, name: t.validating, found: o.Name != "", bundles: map[string][]byte{}}
-		for _, w := range o.Webhooks {
-			tg.bundles[w.Name] = w.ClientConfig.CABundle
-		}
-		out = append(out, tg)
-	}
-	if t.crd != "" {
-		var o apiextensionsv1.CustomResourceDefinition
-		err := get(ctx, c, t.crd, &o)
-		errs = append(errs, err)
-		tg := target{kind: kindCRD, name: t.crd, found: o.Name != "", bundles: map[string][]byte{}}
-		if conversionWebhook(&o) {
-			tg.bundles["conversion"] = o.Spec.Conversion.Webhook.ClientConfig.CABundle
-		}
-		out = append(out, tg)
 	}
 	return out, errors.Join(errs...)
+}
+
+func readMutating(ctx context.Context, c client.Reader, name string) (target, error) {
+	var o admissionregistrationv1.MutatingWebhookConfiguration
+	err := get(ctx, c, name, &o)
+	return webhookTarget(kindMutating, name, o.Name != "", o.Webhooks,
+		func(w admissionregistrationv1.MutatingWebhook) (string, []byte) {
+			return w.Name, w.ClientConfig.CABundle
+		}), err
+}
+
+func readValidating(ctx context.Context, c client.Reader, name string) (target, error) {
+	var o admissionregistrationv1.ValidatingWebhookConfiguration
+	err := get(ctx, c, name, &o)
+	return webhookTarget(kindValidating, name, o.Name != "", o.Webhooks,
+		func(w admissionregistrationv1.ValidatingWebhook) (string, []byte) {
+			return w.Name, w.ClientConfig.CABundle
+		}), err
+}
+
+// webhookTarget is the target of a webhook configuration: the two kinds
+// hold their webhooks in two types with the same fields, which bundle
+// reads.
+func webhookTarget[W any](kind, name string, found bool, webhooks []W, bundle func(W) (string, []byte)) target {
+	tg := target{kind: kind, name: name, found: found, bundles: map[string][]byte{}}
+	for _, w := range webhooks {
+		webhook, b := bundle(w)
+		tg.bundles[webhook] = b
+	}
+	return tg
+}
+
+func readCRD(ctx context.Context, c client.Reader, name string) (target, error) {
+	var o apiextensionsv1.CustomResourceDefinition
+	err := get(ctx, c, name, &o)
+	tg := target{kind: kindCRD, name: name, found: o.Name != "", bundles: map[string][]byte{}}
+	if conversionWebhook(&o) {
+		tg.bundles["conversion"] = o.Spec.Conversion.Webhook.ClientConfig.CABundle
+	}
+	return tg, err
 }
 
 // objects are empty objects of the configured targets' kinds.

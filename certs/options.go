@@ -48,6 +48,10 @@ type Options struct {
 	ServiceName, ServiceNamespace string
 	// ExtraHosts are further DNS names or IP addresses for the certificate.
 	ExtraHosts []string
+	// ClusterDomain is the DNS suffix of the cluster's Services (main's
+	// --cluster-domain): the certificate covers the Service's name under
+	// it. Empty means cluster.local.
+	ClusterDomain string
 
 	// CALifetime and CARenewBefore: a CA is replaced CARenewBefore ahead of
 	// its expiry. CertLifetime and CertRenewBefore do the same for the
@@ -78,7 +82,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Where the webhook serving certificate comes from: self-signed (a CA and certificate kept in a Secret, rotated and injected by the operator), cert-manager (a cert-manager Certificate's Secret mounted at --cert-dir, bundles injected by cainjector) or files (--cert-dir, nothing injected).")
 	fs.StringVar(&o.SecretName, "cert-secret-name", "apigateway-operator-webhook-cert", "self-signed: name of the Secret holding the CA and the serving certificate.")
 	fs.StringVar(&o.SecretNamespace, "cert-secret-namespace", "apigateway-operator-system", "self-signed: namespace of that Secret.")
-	fs.StringVar(&o.ServiceName, "cert-service-name", "apigateway-operator-webhook", "self-signed: webhook Service whose DNS names (svc, svc.ns, svc.ns.svc, svc.ns.svc.cluster.local) the certificate covers.")
+	fs.StringVar(&o.ServiceName, "cert-service-name", "apigateway-operator-webhook", "self-signed: webhook Service whose DNS names (svc, svc.ns, svc.ns.svc, svc.ns.svc.<--cluster-domain>) the certificate covers.")
 	fs.StringVar(&o.ServiceNamespace, "cert-service-namespace", "apigateway-operator-system", "self-signed: namespace of the webhook Service.")
 	fs.Func("cert-extra-hosts", "self-signed: comma-separated extra DNS names and IP addresses for the certificate (e.g. 127.0.0.1,localhost for a local run).", func(s string) error {
 		o.ExtraHosts = splitList(s)
@@ -172,8 +176,11 @@ func (o *Options) policy() rotationPolicy {
 		CertLifetime: o.CertLifetime, CertRenewBefore: o.CertRenewBefore,
 		Propagation: o.PropagationDelay, Grace: o.CAGracePeriod,
 	}
-	svc, ns := o.ServiceName, o.ServiceNamespace
-	p.DNSNames = []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}
+	svc, ns, domain := o.ServiceName, o.ServiceNamespace, o.ClusterDomain
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	p.DNSNames = []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc." + domain}
 	for _, h := range o.ExtraHosts {
 		if ip := net.ParseIP(h); ip != nil {
 			p.IPs = append(p.IPs, ip)

@@ -32,16 +32,7 @@ type keyPair struct {
 
 // newCA creates a self-signed CA valid from now-backdate for lifetime.
 func newCA(now time.Time, lifetime time.Duration) (keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return keyPair{}, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return keyPair{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return signed(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("apigateway-operator-ca@%d", now.Unix())},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(lifetime),
@@ -49,41 +40,42 @@ func newCA(now time.Time, lifetime time.Duration) (keyPair, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return keyPair{}, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	return keyPair{cert: cert, key: key}, err
+	}, nil)
 }
 
 // newLeaf creates a serving certificate for the given names signed by ca.
 // It never outlives its CA: a leaf valid past its issuer is rejected anyway.
 func newLeaf(ca keyPair, now time.Time, lifetime time.Duration, dnsNames []string, ips []net.IP) (keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return keyPair{}, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return keyPair{}, err
-	}
 	cn := "apigateway-operator-webhook"
 	if len(dnsNames) > 0 {
 		cn = dnsNames[0]
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     leafNotAfter(ca.cert, now, lifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
+	return signed(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    leafNotAfter(ca.cert, now, lifetime),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
+	}, &ca)
+}
+
+// signed gives tmpl a new P-256 key and a random serial and signs it with
+// issuer, or with its own key when issuer is nil (a self-signed CA).
+func signed(tmpl *x509.Certificate, issuer *keyPair) (keyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return keyPair{}, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return keyPair{}, err
+	}
+	parent, signer := tmpl, crypto.Signer(key)
+	if issuer != nil {
+		parent, signer = issuer.cert, issuer.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signer)
 	if err != nil {
 		return keyPair{}, err
 	}

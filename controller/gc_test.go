@@ -1,13 +1,7 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,79 +82,11 @@ func TestGarbageCollectorKeepsForeignObjects(t *testing.T) {
 	assertUntouched(t, before)
 }
 
-// startControllerManager runs the kube-controller-manager built beside the
-// control plane (bin/k8s), with the garbage collector and the Deployment and
-// ReplicaSet controllers only, until the test ends. Its log is printed when
-// the test fails.
+// startControllerManager runs the real garbage collector, and the
+// Deployment and ReplicaSet controllers whose ReplicaSet it must collect
+// too, against the shared control plane until the test ends (only these
+// tests want them: the others play the Deployment controller themselves).
 func startControllerManager(t *testing.T) {
 	t.Helper()
-	bin := filepath.Join(filepath.Dir(kubectlPath(t)), "kube-controller-manager")
-	_, err := os.Stat(bin)
-	require.NoError(t, err, "kube-controller-manager missing beside the control plane: run `make k8s`")
-	cmd := exec.Command(bin,
-		"--kubeconfig="+env.Kubeconfig,
-		"--controllers=garbagecollector,deployment,replicaset",
-		"--leader-elect=false",
-		// The controllers use the kubeconfig's administrator; no service
-		// accounts, tokens or signing keys are needed.
-		"--use-service-account-credentials=false",
-		// No serving: nothing probes it, and parallel test binaries would
-		// fight over the port.
-		"--secure-port=0",
-		"--v=1",
-	)
-	var log lockedBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // it is stopped by a signal; the log says why it ended
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("kube-controller-manager log:\n%s", log.String())
-		}
-	})
-	// Fail fast when it exits at start (a bad flag, an unreachable server).
-	select {
-	case err := <-done:
-		done <- err
-		t.Fatalf("kube-controller-manager exited at start: %v\n%s", err, log.String())
-	case <-time.After(time.Second):
-	}
-}
-
-// kubectlPath is the kubectl testenv runs, in the control plane's directory.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(env.Root, "bin", "k8s")
-	}
-	return filepath.Join(dir, "kubectl")
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	env.RunControllers(t, "garbagecollector", "deployment", "replicaset")
 }

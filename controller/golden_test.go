@@ -74,7 +74,7 @@ func testGateways() map[string]*v1.APIGateway {
 
 	// No image and no replicas: what the reconciler sees when the
 	// defaulting webhook failed open.
-	bare := gateway("bare", route("bare.example.com", "/", "", "web", 80))
+	bare := gateway("bare", route("bare.example.com", "/", v1.PathTypePrefix, "web", 80))
 	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare}
 }
 

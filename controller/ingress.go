@@ -7,7 +7,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/routepath"
+	"example.com/apigateway-operator/routepath"
 )
 
 // desiredIngress is the Ingress N: one rule per route host (sorted) with

@@ -5,16 +5,17 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/routepath"
+	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/routepath"
 )
 
 const (
@@ -91,16 +92,6 @@ const (
 	ambiguousRequestPath = `^[^?]*(%2[FfEe]|%5[Cc]|\x5C|#|//|/\.\.?(/|\?|$))`
 )
 
-// The renderer does not trust validation: these are the CRD's rules again
-// (path whitelist, lower-case DNS host with an optional "*." and DNS-1035
-// Service names), so a string that slipped past admission still cannot
-// inject configuration.
-var (
-	pathPattern    = regexp.MustCompile(`^/[-A-Za-z0-9._~!&()*+,=:@%/]*$`)
-	dns1035Pattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	dns1123Label   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-)
-
 // location is one nginx location block: match is the location's argument
 // (modifier and quoted path), backend the host:port it proxies to.
 type location struct {
@@ -154,22 +145,23 @@ func configHash(config string) string {
 }
 
 // buildServers validates every route and groups its locations by host.
+//
+// The renderer does not trust admission, which a write made while the
+// webhook was down never met: every string it writes into the file passes
+// the same rules again, by calling the same functions (package validation
+// for the name and the routes, apimachinery's namespace rule), so a string
+// that slipped past admission still cannot inject configuration.
 func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]location, error) {
 	routesPath := field.NewPath("spec", "routes")
-	// Both names are written into the file (the header comment, the
-	// backends' DNS names), so they pass the API server's rules again: a
-	// custom resource's name is a DNS-1123 subdomain. (Admission also wants
-	// a DNS-1035 label, for the Service; when that check did not run, the
-	// Service's own apply fails and is reported, the rest still renders.)
-	errs := validateName(gw.Namespace, field.NewPath("metadata", "namespace"))
-	if !validDNSName(gw.Name) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), gw.Name, "must be a DNS-1123 subdomain"))
+	errs := validation.ValidateName(gw.Name, gw.GenerateName, field.NewPath("metadata", "name"))
+	for _, msg := range apivalidation.ValidateNamespaceName(gw.Namespace, false) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), gw.Namespace, msg))
 	}
 	domain := opts.ClusterDomain
 	if domain == "" {
 		domain = defaultClusterDomain
 	}
-	if !validDNSName(domain) {
+	if !validation.IsDNSName(domain) {
 		errs = append(errs, field.Invalid(field.NewPath("clusterDomain"), domain, "must be a DNS name such as cluster.local"))
 	}
 	if opts.listenAddress != "" && net.ParseIP(opts.listenAddress) == nil {
@@ -180,16 +172,14 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
 	servers := map[string]map[string]location{}
 	for _, r := range routes {
-		fp := routesPath.Index(r.index)
-		routeErrs := validateRoute(r.Route, fp)
-		if len(routeErrs) > 0 {
+		if routeErrs := validation.ValidateRoute(&r.Route, routesPath, r.index); len(routeErrs) > 0 {
 			errs = append(errs, routeErrs...)
 			continue
 		}
 		backend := fmt.Sprintf("%s.%s.svc.%s:%d", r.BackendService.Name, gw.Namespace, domain, r.BackendService.Port)
 		locs, err := locationsFor(r.Route, backend)
 		if err != nil {
-			errs = append(errs, field.Invalid(fp.Child("path"), r.Path, err.Error()))
+			errs = append(errs, field.Invalid(routesPath.Index(r.index).Child("path"), r.Path, err.Error()))
 			continue
 		}
 		if servers[r.Host] == nil {
@@ -228,68 +218,6 @@ func (r indexedRoute) less(o indexedRoute) bool {
 	return strings.Join(a, "\x00") < strings.Join(b, "\x00")
 }
 
-func validateName(name string, fp *field.Path) field.ErrorList {
-	if len(name) > 63 || !dns1123Label.MatchString(name) {
-		return field.ErrorList{field.Invalid(fp, name, "must be a DNS-1123 label")}
-	}
-	return nil
-}
-
-// validateRoute applies the API's whitelists to one route.
-func validateRoute(r v1.Route, fp *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if !validHost(r.Host) {
-		errs = append(errs, field.Invalid(fp.Child("host"), r.Host,
-			"must be a lower-case DNS name of at most 253 characters and labels of at most 63, not an IP address, "+
-				"optionally starting with '*.' and at least two labels"))
-	}
-	path := r.Path
-	if path == "" {
-		path = "/"
-	}
-	if len(path) > 1024 || !pathPattern.MatchString(path) {
-		errs = append(errs, field.Invalid(fp.Child("path"), r.Path, "must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"))
-	}
-	switch r.PathType {
-	case "", v1.PathTypePrefix, v1.PathTypeExact:
-	default:
-		errs = append(errs, field.NotSupported(fp.Child("pathType"), r.PathType, []string{string(v1.PathTypePrefix), string(v1.PathTypeExact)}))
-	}
-	bs := fp.Child("backendService")
-	if len(r.BackendService.Name) > 63 || !dns1035Pattern.MatchString(r.BackendService.Name) {
-		errs = append(errs, field.Invalid(bs.Child("name"), r.BackendService.Name, "must be a DNS-1035 label"))
-	}
-	if r.BackendService.Port < 1 || r.BackendService.Port > 65535 {
-		errs = append(errs, field.Invalid(bs.Child("port"), r.BackendService.Port, "must be between 1 and 65535"))
-	}
-	return errs
-}
-
-// validHost is the API's host rule: a DNS name (validDNSName) that is not
-// an IP address, optionally "*." and a name of at least two labels, so a
-// wildcard never covers a top-level domain.
-func validHost(host string) bool {
-	name, wildcard := strings.CutPrefix(host, "*.")
-	if len(host) > 253 || net.ParseIP(name) != nil || (wildcard && !strings.Contains(name, ".")) {
-		return false
-	}
-	return validDNSName(name)
-}
-
-// validDNSName reports whether name is lower-case DNS-1123 labels of at
-// most 63 characters joined by dots, 253 characters at most.
-func validDNSName(name string) bool {
-	if len(name) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(name, ".") {
-		if len(label) > 63 || !dns1123Label.MatchString(label) {
-			return false
-		}
-	}
-	return true
-}
-
 // locationsFor turns a validated route into nginx locations. nginx matches
 // locations against the percent-decoded, normalised request path, so the
 // route's path is decoded the same way and refused when the decoded form
@@ -301,22 +229,22 @@ func locationsFor(r v1.Route, backend string) ([]location, error) {
 		return nil, err
 	}
 	if exact {
-		return []location{{match: "= " + quote(path), sortKey: path + "\x00=", backend: backend, exact: true}}, nil
+		return []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true}}, nil
 	}
 	if path == "/" {
-		return []location{{match: quote("/"), sortKey: "/", backend: backend}}, nil
+		return []location{{match: nginxQuoted("/"), sortKey: "/", backend: backend}}, nil
 	}
 	// Prefix matching is element-wise: /users (or /users/) matches /users
 	// and everything below /users/, but not /usersX.
 	return []location{
-		{match: "= " + quote(path), sortKey: path + "\x00=", backend: backend},
-		{match: quote(path + "/"), sortKey: path + "/", backend: backend},
+		{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend},
+		{match: nginxQuoted(path + "/"), sortKey: path + "/", backend: backend},
 	}, nil
 }
 
-// quote makes a whitelisted path one nginx token. The whitelist has no
+// nginxQuoted makes a whitelisted path one nginx token. The whitelist has no
 // quote, backslash or '$', so quoting needs no escapes.
-func quote(s string) string { return `"` + s + `"` }
+func nginxQuoted(s string) string { return `"` + s + `"` }
 
 // resolverArgs are the resolver directive's arguments: IP addresses, each
 // with an optional port (a name would itself need DNS at load time), or the
@@ -421,9 +349,9 @@ server {
         set $backend %s;
         proxy_pass http://$backend;
     }
-`, l.match, quote(l.backend))
+`, l.match, nginxQuoted(l.backend))
 	}
-	if _, ok := locs[quote("/")]; !ok {
+	if _, ok := locs[nginxQuoted("/")]; !ok {
 		b.WriteString(`
     location / {
         return 404;

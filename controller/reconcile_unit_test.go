@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 func isTerminal(err error) bool { return errors.Is(err, reconcile.TerminalError(nil)) }
@@ -167,6 +168,11 @@ func TestTransientFailureRetriedBesideInvalidRoutes(t *testing.T) {
 	cur := &v1.APIGateway{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
 	assertCondition(t, cur.Status.Conditions, v1.ConditionDegraded, "True", ReasonInvalidRoutes)
+	// No configuration is written for refused routes; the children that
+	// do not depend on it still are.
+	err = c.Get(context.Background(), client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "a ConfigMap was written for refused routes: %v", err)
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(gw), &networkingv1.Ingress{}))
 }
 
 // TestCreateDoesNotTakeAnObjectCreatedMeanwhile plays the race the plain

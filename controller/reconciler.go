@@ -55,6 +55,11 @@ type Options struct {
 	NameTakenRetry time.Duration
 }
 
+// children are the options that shape the children (Children).
+func (o Options) children() ChildOptions {
+	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain}
+}
+
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
 // Ingress as its spec says and reports their state in its status.
 type Reconciler struct {
@@ -229,11 +234,12 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*app
 			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
 		}
 	}
-	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, note)
+	want, renderErr := Children(gw, r.opts.children())
+	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, note)
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
 	}
-	if f := r.applyServiceAndIngress(ctx, gw, note); f != nil {
+	if f := r.applyServiceAndIngress(ctx, gw, want, note); f != nil {
 		failures = append(failures, *f)
 	}
 	if len(made) > 0 {
@@ -242,29 +248,23 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*app
 	return dep, failures
 }
 
-// applyConfigAndDeployment renders the configuration and applies the
-// ConfigMap and the Deployment, whose pod template carries the
-// configuration's hash. Routes the renderer refuses leave both as they are;
-// so does a ConfigMap name held by someone else, whose data the pods would
-// otherwise mount.
-func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, note func(string, client.Object, action, error)) (*appsv1.Deployment, *failure) {
+// applyConfigAndDeployment applies the ConfigMap and the Deployment, whose
+// pod template carries the configuration's hash. Routes the renderer
+// refused (renderErr) leave both as they are; so does a ConfigMap name held
+// by someone else, whose data the pods would otherwise mount.
+func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, want Desired, renderErr error, note func(string, client.Object, action, error)) (*appsv1.Deployment, *failure) {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
-	config, err := renderConfig(gw, renderOptions{Resolvers: r.opts.Resolvers, ClusterDomain: r.opts.ClusterDomain})
-	if err != nil {
-		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", err)
-		return r.currentDeployment(ctx, gw), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: err}
+	if renderErr != nil {
+		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", renderErr)
+		return r.currentDeployment(ctx, gw), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: renderErr}
 	}
 	cmKey := client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}
-	_, act, err := applyChild(ctx, r.clients, gw, configMapChild, cmKey, desiredConfigMap(gw, config))
+	_, act, err := applyChild(ctx, r.clients, gw, configMapChild, cmKey, want.ConfigMap)
 	note("ConfigMap", configMapChild.stub(cmKey), act, err)
 	if isNameTaken(err) {
 		return r.currentDeployment(ctx, gw), notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
 	}
-	dep, act, err := applyChild(ctx, r.clients, gw, deploymentChild, key, desiredDeployment(gw, deploymentParams{
-		Image:          r.opts.DefaultImage,
-		ConfigHash:     configHash(config),
-		LocalResolvers: len(r.opts.Resolvers) == 0,
-	}))
+	dep, act, err := applyChild(ctx, r.clients, gw, deploymentChild, key, want.Deployment)
 	note("Deployment", deploymentChild.stub(key), act, err)
 	if err != nil {
 		return r.currentDeployment(ctx, gw), nil
@@ -276,14 +276,14 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 // the gateway's hosts to the Service: while the Service's name is held by
 // someone else, the Ingress is left as it is, or that object would get
 // the gateway's traffic.
-func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGateway, note func(string, client.Object, action, error)) *failure {
+func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) *failure {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
-	_, act, err := applyChild(ctx, r.clients, gw, serviceChild, key, desiredService(gw))
+	_, act, err := applyChild(ctx, r.clients, gw, serviceChild, key, want.Service)
 	note("Service", serviceChild.stub(key), act, err)
 	if isNameTaken(err) {
 		return notApplied("Ingress", gw.Name, "it would send the gateway's hosts to Service "+gw.Name)
 	}
-	_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, desiredIngress(gw))
+	_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, want.Ingress)
 	note("Ingress", ingressChild.stub(key), act, err)
 	return nil
 }

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 var env *testenv.Env

@@ -2,10 +2,12 @@ package conversion
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -15,6 +17,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/inflight"
 )
 
 // MaxRequestBytes is the largest ConversionReview body the handler reads;
@@ -101,8 +104,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		status = http.StatusBadRequest
 		var req *reviewRequest
-		if req, err = decodeReview(body); err == nil {
-			writeReview(w, req.UID, convertRequest(h.converters, req))
+		if req, err = decodeReview(r.Context(), body); err == nil {
+			out := convertRequest(r.Context(), h.converters, req)
+			if errors.As(out.err, new(*inflight.Error)) {
+				// An answer, not a failed conversion: the
+				// API server's client (client-go) retries a
+				// 429 that carries Retry-After.
+				log.Info("Refusing a conversion request", "uid", req.UID, "reason", out.err.Error())
+				inflight.WriteError(w, out.err)
+				return
+			}
+			writeReview(w, req.UID, out)
+			return
+		}
+		if errors.As(err, new(*inflight.Error)) {
+			log.Info("Refusing a conversion request", "reason", err.Error())
+			inflight.WriteError(w, err)
 			return
 		}
 	}
@@ -139,9 +156,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 // The request's objects are sub-slices of body, not copies: a review is as
 // large as the LIST it converts, and a copy of every object would hold it
 // all twice while it is converted.
-func decodeReview(body []byte) (*reviewRequest, error) {
+func decodeReview(ctx context.Context, body []byte) (*reviewRequest, error) {
 	var rv reviewIn
-	if err := json.Unmarshal(body, &rv, reviewDecodeOptions, objectsInPlace(body)); err != nil {
+	if err := json.Unmarshal(body, &rv, reviewDecodeOptions, objectsInPlace(ctx, body)); err != nil {
 		return nil, fmt.Errorf("decoding the ConversionReview: %w", err)
 	}
 	if rv.APIVersion != reviewAPIVersion || rv.Kind != reviewKind {
@@ -157,8 +174,23 @@ func decodeReview(body []byte) (*reviewRequest, error) {
 // the span of body it was read from (the decoder reports where a value
 // ends; its own buffer is not ours to keep). The value is capped at its
 // end, so an append to it cannot write over the next object.
-func objectsInPlace(body []byte) json.Options {
+//
+// The request (ctx) is charged for the slice of values as it grows, a
+// batch of objects at a time: a review of "{}" objects is a slice header
+// per three bytes.
+func objectsInPlace(ctx context.Context, body []byte) json.Options {
+	const batch = 1024
+	// While append grows the slice, the old array and the new one, up
+	// to twice as large, are both held.
+	const perObject = int64(3 * unsafe.Sizeof(jsontext.Value{}))
+	n := 0
 	return json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *jsontext.Value) error {
+		if n%batch == 0 {
+			if err := inflight.Charge(ctx, batch*perObject); err != nil {
+				return err
+			}
+		}
+		n++
 		val, err := dec.ReadValue()
 		if err != nil {
 			return err

@@ -15,10 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+	sigsjson "sigs.k8s.io/json"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // handlerFuzzObjects is how many random objects each direction sends
@@ -148,7 +149,9 @@ func FuzzConvertHandler(f *testing.F) {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), out), "%.500s", rec.Body.String())
 		require.NotNil(t, out.Response)
 		in := &apiextensionsv1.ConversionReview{}
-		require.NoError(t, json.Unmarshal(body, in), "a review the handler accepted")
+		// As the API server reads JSON: member names are case-sensitive
+		// ("oBjeCts" is not "objects"), which encoding/json would ignore.
+		require.NoError(t, sigsjson.UnmarshalCaseSensitivePreserveInts(body, in), "a review the handler accepted")
 		switch out.Response.Result.Status {
 		case metav1.StatusSuccess:
 			require.Len(t, out.Response.ConvertedObjects, len(in.Request.Objects))

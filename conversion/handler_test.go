@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -368,9 +369,9 @@ func TestConvertParallelMatchesSerial(t *testing.T) {
 	}
 	down, err := converterTo(converters, v1alpha1APIVersion)
 	require.NoError(t, err)
-	serial, err := down.convertRun(objects, 0)
+	serial, err := down.convertRun(context.Background(), objects, 0)
 	require.NoError(t, err)
-	parallel := down.convertParallel(objects, 4)
+	parallel := down.convertParallel(context.Background(), objects, 4)
 	require.NoError(t, parallel.err)
 	assert.Greater(t, len(parallel.runs), 4, "the objects are spread over the workers")
 	require.Equal(t, string(serial), string(bytes.Join(parallel.runs, []byte(","))))

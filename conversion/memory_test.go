@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/apigateway-operator/api/v1alpha1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // largeReview is a ConversionReview of about size bytes: copies of the

@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/inflight"
 )
 
 var (
@@ -106,18 +108,19 @@ type converted struct {
 	err  error
 }
 
-// convertRequest converts every object of req to req.DesiredAPIVersion.
-func convertRequest(converters []*converter, req *reviewRequest) converted {
+// convertRequest converts every object of req to req.DesiredAPIVersion,
+// charging the request's in-flight reservation (ctx) for what that holds.
+func convertRequest(ctx context.Context, converters []*converter, req *reviewRequest) converted {
 	c, err := converterTo(converters, req.DesiredAPIVersion)
 	if err != nil {
 		return converted{err: err}
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(req.Objects) < parallelThreshold || workers == 1 {
-		run, err := c.convertRun(req.Objects, 0)
+		run, err := c.convertRun(ctx, req.Objects, 0)
 		return converted{runs: [][]byte{run}, err: err}
 	}
-	return c.convertParallel(req.Objects, workers)
+	return c.convertParallel(ctx, req.Objects, workers)
 }
 
 // runSize is how many objects a worker converts at a time: small enough
@@ -130,7 +133,7 @@ func runSize(n, workers int) int {
 // convertParallel converts objects in runs on workers goroutines, keeping
 // their order. It reports the error of the first failing object, so the
 // answer does not depend on scheduling.
-func (c *converter) convertParallel(objects []jsontext.Value, workers int) converted {
+func (c *converter) convertParallel(ctx context.Context, objects []jsontext.Value, workers int) converted {
 	size := runSize(len(objects), workers)
 	runs := make([][]byte, (len(objects)+size-1)/size)
 	errs := make([]error, len(runs))
@@ -138,7 +141,7 @@ func (c *converter) convertParallel(objects []jsontext.Value, workers int) conve
 	work := func() {
 		for i := int(next.Add(1)) - 1; i < len(runs); i = int(next.Add(1)) - 1 {
 			first := i * size
-			runs[i], errs[i] = c.convertRun(objects[first:min(first+size, len(objects))], first)
+			runs[i], errs[i] = c.convertRun(ctx, objects[first:min(first+size, len(objects))], first)
 		}
 	}
 	var wg sync.WaitGroup
@@ -158,20 +161,20 @@ func (c *converter) convertParallel(objects []jsontext.Value, workers int) conve
 // convertRun converts objects, the first of which has index first in the
 // request, into one comma-separated run of JSON. It stops at the first
 // object that fails: the request fails with it.
-func (c *converter) convertRun(objects []jsontext.Value, first int) ([]byte, error) {
+func (c *converter) convertRun(ctx context.Context, objects []jsontext.Value, first int) ([]byte, error) {
 	size := 0
 	for _, raw := range objects {
 		size += len(raw) + 1
 	}
 	// A converted object is about as large as its source.
-	buf := bytes.NewBuffer(make([]byte, 0, size+size/4))
+	buf := bytes.NewBuffer(make([]byte, 0, outputAllowance(size)))
 	done := 0
 	defer func() { c.metrics.success.Add(float64(done)) }()
 	for i, raw := range objects {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		ok, err := c.convertOne(buf, raw, first+i)
+		ok, err := c.convertOne(ctx, buf, raw, first+i)
 		if err != nil {
 			return nil, err
 		}
@@ -196,12 +199,27 @@ func trim(run []byte) []byte {
 // converted, and reports whether it converted it. An object already in the
 // target version (which the API server does not send) is appended
 // unchanged.
-func (c *converter) convertOne(buf *bytes.Buffer, raw jsontext.Value, index int) (bool, error) {
+//
+// While raw is decoded the request holds the most it can decode into
+// (inflight.DecodedBound): a few bytes of JSON can stand for a hundred
+// times as many of Go values, which HeldPerRequestByte does not cover.
+// Once converted, the values are garbage and only the output stays: the
+// part of it beyond what HeldPerRequestByte allows stays charged, three
+// times: the run's buffer grows by doubling, and is trimmed by a copy.
+func (c *converter) convertOne(ctx context.Context, buf *bytes.Buffer, raw jsontext.Value, index int) (bool, error) {
+	decoded := inflight.DecodedBound(raw)
+	if err := inflight.Charge(ctx, decoded); err != nil {
+		return false, c.objectError(raw, index, err)
+	}
 	start := time.Now()
 	mark := buf.Len()
 	err := c.safeConvert(raw, buf)
+	inflight.Refund(ctx, decoded)
 	if err == nil {
 		c.metrics.duration.Observe(time.Since(start).Seconds())
+		if err := inflight.Charge(ctx, 3*int64(buf.Len()-mark-outputAllowance(len(raw)))); err != nil {
+			return false, c.objectError(raw, index, err)
+		}
 		return true, nil
 	}
 	buf.Truncate(mark)
@@ -215,7 +233,22 @@ func (c *converter) convertOne(buf *bytes.Buffer, raw jsontext.Value, index int)
 			index, head.name(), head.APIVersion, head.Kind, v1APIVersion, v1alpha1APIVersion)
 	}
 	c.metrics.failure.Inc()
-	return false, fmt.Errorf("converting objects[%d]%s from %s to %s: %w", index, head.name(), c.from, c.to, err)
+	return false, c.objectError(raw, index, err)
+}
+
+// outputAllowance is the part of an object's output that
+// HeldPerRequestByte counts, for an object of size bytes: what convertRun
+// sizes its buffer for.
+func outputAllowance(size int) int {
+	return size + size/4
+}
+
+// objectError is err, which failed the conversion of raw, the object at
+// index in the request, named. It wraps err: an *inflight.Error keeps its
+// status.
+func (c *converter) objectError(raw jsontext.Value, index int, err error) error {
+	head, _ := peek(raw)
+	return fmt.Errorf("converting objects[%d]%s from %s to %s: %w", index, head.name(), c.from, c.to, err)
 }
 
 // safeConvert is c.convert, with a panic turned into an error: one bad

@@ -34,7 +34,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/conversion"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -258,16 +258,17 @@ func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 		assert.NotContains(t, alpha.Annotations, conversion.DataAnnotation, "the defaults are all v1alpha1 can say")
 	})
 
-	// Rejections name the field. The first is the validating webhook's
-	// alone (the v1alpha1 schema accepts the host), so it proves v1alpha1
-	// writes reach it; the others come from the v1alpha1 schema, which runs
-	// after the mutating webhook.
+	// Rejections name the field. They come from the v1alpha1 schema, which
+	// runs after the mutating webhook and says what package validation
+	// says of a route (controller's TestV1alpha1SchemaRepeatsV1Rules); the
+	// conflict below is the validating webhook's alone, and proves
+	// v1alpha1 writes reach it.
 	rejects := map[string]struct {
 		route v1alpha1.Route
 		field string
 		want  []string
 	}{
-		"host that is an IP address behind a wildcard (webhook)": {
+		"host that is an IP address behind a wildcard (schema)": {
 			route: v1alpha1.Route{Host: "*.10.0.0.1", Prefix: "/", ServiceName: "api", ServicePort: 80},
 			field: "spec.routes[0].host",
 			want:  []string{`spec.routes[0].host: Invalid value: "*.10.0.0.1": must be a DNS name, not an IP address`},

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // DefaultImage is the gateway image the operator fills in when neither the
@@ -49,7 +50,7 @@ func Default(gw *v1.APIGateway, d Defaults) {
 	}
 	for i := range spec.Routes {
 		r := &spec.Routes[i]
-		r.Host = NormalizeHost(r.Host)
+		r.Host = validation.NormalizeHost(r.Host)
 		if r.Path == "" {
 			r.Path = "/"
 		}
@@ -61,33 +62,7 @@ func Default(gw *v1.APIGateway, d Defaults) {
 	// route hosts they name.
 	for i := range spec.TLS {
 		for j := range spec.TLS[i].Hosts {
-			spec.TLS[i].Hosts[j] = NormalizeHost(spec.TLS[i].Hosts[j])
+			spec.TLS[i].Hosts[j] = validation.NormalizeHost(spec.TLS[i].Hosts[j])
 		}
 	}
-}
-
-// NormalizeHost lower-cases the ASCII letters of host and removes a single
-// trailing dot (the DNS root of a fully qualified name). Only ASCII is
-// folded: Unicode case folding maps some non-ASCII letters onto ASCII ones
-// (the Kelvin sign K becomes k), and a host that is not ASCII must reach
-// validation as the user wrote it and be rejected there. It works on bytes
-// so that even invalid UTF-8 passes through unchanged.
-func NormalizeHost(host string) string {
-	// Only a single trailing dot is the root: "a.com.." is malformed and
-	// stays as it is for validation to reject, which also keeps
-	// NormalizeHost idempotent.
-	if strings.HasSuffix(host, ".") && !strings.HasSuffix(host, "..") {
-		host = host[:len(host)-1]
-	}
-	// Most hosts are already lower case: keep them, without a copy.
-	if !strings.ContainsFunc(host, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
-		return host
-	}
-	b := []byte(host)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
-		}
-	}
-	return string(b)
 }

@@ -107,7 +107,7 @@ func TestDefaultedObjectIsValid(t *testing.T) {
 	gw.Name, gw.Namespace = "minimal", "default"
 	Default(gw, Defaults{Image: DefaultImage, Replicas: DefaultReplicas})
 
-	errs, warnings := Validate(nil, gw, Context{})
+	errs, warnings := Validate(nil, gw, RelatedObjects{})
 	require.Empty(t, errs)
 	assert.Equal(t, []string{"spec.replicas: 1 runs a single gateway pod with no redundancy: a node drain or a pod restart " +
 		"interrupts traffic; set 2 or more for production"}, []string(warnings))

@@ -6,13 +6,15 @@
 // namespace's example.com/default-gateway-image annotation, else the
 // operator's default), replicas, route paths and path types, and
 // normalizes host names; Validate checks every rule of the API contract and
-// returns all errors with their field paths, plus warnings. Defaulter and
-// Validator only gather what those functions need: the namespace's
+// returns all errors with their field paths and rules, plus warnings. The
+// rules about the gateway alone are package api/v1/validation's, which the
+// renderer calls too; Validate adds those about other objects. Defaulter
+// and Validator only gather what those functions need: the namespace's
 // annotation from a metadata-only cache, the gateways of any namespace that
-// already serve a route (RouteKey: ingress class, host, pathType and
-// normalised path) from an index on the cluster-wide APIGateway informer
-// (RouteIndex), and backend Service ports from a slim Service cache of
-// their own. The
+// already serve a route (validation.RouteKey: ingress class, host, pathType
+// and normalised path) from an index on the cluster-wide APIGateway
+// informer (RouteIndex), and backend Service ports from a slim Service
+// cache of their own. The
 // HTTP side is controller-runtime's admission.Webhook; the handlers in
 // handlers.go decode each object once and build the defaulting patch
 // directly (see there for the measurements behind that).

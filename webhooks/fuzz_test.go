@@ -88,7 +88,7 @@ func (h fuzzHooks) check(t *testing.T, raw []byte) {
 	if !equalJSON(t, &gw, again) {
 		t.Fatalf("Default is not idempotent:\n%+v\n%+v", gw.Spec, again.Spec)
 	}
-	if errs, _ := Validate(nil, &gw, Context{}); len(errs) == 0 {
+	if errs, _ := Validate(nil, &gw, RelatedObjects{}); len(errs) == 0 {
 		assertSafe(t, &gw)
 	}
 }
@@ -146,8 +146,8 @@ func assertPatchDefaults(t *testing.T, raw []byte, ops []jsonpatch.Operation) {
 }
 
 // The patch gives the defaulted object for random gateways and for the JSON
-// shapes the fast patch cannot address (no spec, null routes), which take
-// the document diff.
+// shapes Default's operations cannot address alone (no spec, null routes),
+// which get the missing objects first (parentOps).
 func TestDefaultingPatchMatchesDefault(t *testing.T) {
 	hooks := newFuzzHooks(t)
 	raws := []string{

@@ -2,13 +2,13 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,30 +54,38 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	if err := tooMany(gw); err != nil {
+		// The schema refuses it anyway: a patch per route of a
+		// list of a million would cost what its limit prevents.
+		return denial(nil, err)
+	}
 	before := gw.Spec.DeepCopy()
 	if err := h.defaulter.Default(admission.NewContextWithRequest(ctx, req), gw); err != nil {
 		return denial(nil, err)
 	}
-	patch, ok := defaultingPatch(before, &gw.Spec)
-	if !ok {
-		return diffPatch(req.Object.Raw, gw)
-	}
+	patch, sure := defaultingPatch(before, &gw.Spec)
 	if len(patch) == 0 {
 		return admission.Allowed("")
+	}
+	if !sure {
+		parents, err := parentOps(req.Object.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		patch = append(parents, patch...)
 	}
 	return admission.Patched("", patch...)
 }
 
 // defaultingPatch returns the JSON patch that turns before into after, where
 // after is before defaulted by Default: it compares only the fields Default
-// sets (TestDefaultingPatchMatchesDefault keeps the two in step). It
-// returns false when the request's JSON may lack the objects the patch
-// would address (no spec, or a route that decoded from null), for which
-// the caller diffs whole documents instead.
+// sets (TestDefaultingPatchMatchesDefault and the drift tests keep the two
+// in step), so members the Go type does not know (a newer CRD's) are left
+// as they are. It reports false when the request's JSON may lack the
+// objects the patch addresses (no spec, or a route that decoded from
+// null): the caller then puts parentOps first.
 func defaultingPatch(before, after *v1.APIGatewaySpec) ([]jsonpatch.Operation, bool) {
-	if len(before.Routes) == 0 && before.Image == "" && before.Replicas == nil {
-		return nil, false
-	}
+	sure := len(before.Routes) > 0 || before.Image != "" || before.Replicas != nil
 	ops := make([]jsonpatch.Operation, 0, 2)
 	// "add" also replaces a member that is present but empty or null.
 	add := func(path string, value any) { ops = append(ops, jsonpatch.NewOperation("add", path, value)) }
@@ -90,7 +98,7 @@ func defaultingPatch(before, after *v1.APIGatewaySpec) ([]jsonpatch.Operation, b
 	for i := range before.Routes {
 		b, a := &before.Routes[i], &after.Routes[i]
 		if *b == (v1.Route{}) {
-			return nil, false
+			sure = false
 		}
 		prefix := "/spec/routes/" + strconv.Itoa(i)
 		if b.Host != a.Host {
@@ -111,17 +119,33 @@ func defaultingPatch(before, after *v1.APIGatewaySpec) ([]jsonpatch.Operation, b
 			}
 		}
 	}
-	return ops, true
+	return ops, sure
 }
 
-// diffPatch is the patch from raw to gw found by comparing the documents:
-// slower, but right for any shape of input.
-func diffPatch(raw []byte, gw *v1.APIGateway) admission.Response {
-	current, err := json.Marshal(gw)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+// parentOps returns the operations that make the objects defaultingPatch
+// addresses exist in raw, the object as the request sent it: the spec when
+// it is missing or null, and each route that is null. Nothing else is
+// replaced, so members the Go type does not know stay.
+func parentOps(raw []byte) ([]jsonpatch.Operation, error) {
+	var doc struct {
+		Spec *struct {
+			Routes []jsontext.Value `json:"routes"`
+		} `json:"spec"`
 	}
-	return admission.PatchResponseFromRaw(raw, current)
+	if err := jsonv2.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("decoding the APIGateway: %w", err)
+	}
+	empty := map[string]any{}
+	if doc.Spec == nil {
+		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/spec", empty)}, nil
+	}
+	var ops []jsonpatch.Operation
+	for i, r := range doc.Spec.Routes {
+		if string(r) == "null" {
+			ops = append(ops, jsonpatch.NewOperation("replace", "/spec/routes/"+strconv.Itoa(i), empty))
+		}
+	}
+	return ops, nil
 }
 
 // validatingHandler serves the validating webhook.
@@ -192,6 +216,11 @@ func denial(warnings admission.Warnings, err error) admission.Response {
 func decodeGateway(raw []byte) (*v1.APIGateway, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("there is no content to decode")
+	}
+	if jsontext.Value(raw).Kind() != '{' {
+		// null would decode into an empty gateway, which no patch
+		// addresses; the API server sends objects only.
+		return nil, errors.New("the APIGateway must be a JSON object")
 	}
 	gw := &v1.APIGateway{}
 	if err := jsonv2.Unmarshal(raw, gw); err != nil {

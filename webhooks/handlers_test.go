@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // These tests drive the handlers as controller-runtime's webhook server
@@ -405,4 +405,42 @@ func post(t *testing.T, url, contentType, body string) admissionv1.AdmissionRevi
 	var review admissionv1.AdmissionReview
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&review))
 	return review
+}
+
+// TestDefaulterPatchKeepsUnknownFieldsInAnyShape: objects whose JSON lacks
+// what the patch addresses (no spec, a null spec, a route that is null or
+// empty) get the objects it needs first, and nothing else is rewritten:
+// members the Go type does not know stay, and the patched object is
+// Default's result. A newer CRD could make such shapes storable.
+func TestDefaulterPatchKeepsUnknownFieldsInAnyShape(t *testing.T) {
+	const head = `{"apiVersion":"example.com/v1","kind":"APIGateway","metadata":{"name":"gw","namespace":"default"},"futureTop":1`
+	tests := map[string]struct {
+		raw  string
+		kept []string // what the patched object must still contain
+	}{
+		"no spec":                    {raw: head + `}`, kept: []string{`"futureTop":1`}},
+		"a null spec":                {raw: head + `,"spec":null}`, kept: []string{`"futureTop":1`}},
+		"a spec of unknown fields":   {raw: head + `,"spec":{"futureField":1}}`, kept: []string{`"futureField":1`}},
+		"an empty route":             {raw: head + `,"spec":{"futureField":1,"routes":[{"futureField":2}]}}`, kept: []string{`"futureField":1`, `{"futureField":2,`}},
+		"a null route beside others": {raw: head + `,"spec":{"routes":[null,{"host":"A.example.com","futureField":3,"backendService":{"name":"s","port":80}}]}}`, kept: []string{`"futureField":3`}},
+	}
+	wh := mutatingWebhook(fakeReader(t, nil, defaultNamespace(nil)))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp := wh.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				UID: "1", Operation: admissionv1.Create, Namespace: "default", Name: "gw",
+				Object: runtime.RawExtension{Raw: []byte(tc.raw)},
+			}})
+			require.True(t, resp.Allowed, "%+v", resp.Result)
+			patched := applyPatch(t, tc.raw, resp.Patches)
+			for _, s := range tc.kept {
+				assert.Contains(t, string(patched), s)
+			}
+			received, got := &v1.APIGateway{}, &v1.APIGateway{}
+			require.NoError(t, json.Unmarshal([]byte(tc.raw), received))
+			require.NoError(t, json.Unmarshal(patched, got))
+			Default(received, testDefaults)
+			assert.Equal(t, received.Spec, got.Spec)
+		})
+	}
 }

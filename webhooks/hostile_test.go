@@ -68,7 +68,7 @@ func TestHostileStringsAreRejected(t *testing.T) {
 			// The mutating webhook must not turn a hostile string into an
 			// accepted one.
 			Default(gw, testDefaults)
-			errs, _ := Validate(nil, gw, Context{})
+			errs, _ := Validate(nil, gw, RelatedObjects{})
 			require.NotEmpty(t, errs)
 			for _, e := range errs {
 				assert.Equal(t, want, e.Field)

@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/routepath"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // RouteIndex is the index on the APIGateway informer that holds one value
-// per distinct RouteKey of each gateway, in every namespace. The validating
+// per distinct route key (validation.RouteKey) of each gateway, in every namespace. The validating
 // webhook looks each new route up in it, so finding the gateways that
 // already serve a route costs the same with ten or ten thousand gateways.
 const RouteIndex = "apigateway.example.com/route-key"
@@ -23,55 +21,8 @@ const RouteIndex = "apigateway.example.com/route-key"
 // GatewayFinder finds the APIGateways that serve a route.
 type GatewayFinder interface {
 	// Serving returns the APIGateways, of any namespace, with a route whose
-	// RouteKey is key. They are shared with the cache: read only.
+	// validation.RouteKey is key. They are shared with the cache: read only.
 	Serving(ctx context.Context, key string) ([]*v1.APIGateway, error)
-}
-
-// RouteKey is what the Ingress controller tells two routes apart by:
-// the gateway's ingress class, the route's pathType, host and normalised
-// path (routepath.MatchPath: percent-decoded, a Prefix path without its
-// trailing "/"). Two routes with one key compete for the same requests,
-// whatever their namespaces, since Ingress controllers merge the rules of
-// one host across the cluster. The class is quoted, or "default" when
-// unset (the cluster's default class, its own class here), and the host,
-// which holds no space, ends where the path's "/" begins. It returns false
-// when r's path has no normal form: validation refuses such a path and the
-// renderer never serves it, so it competes with nothing.
-func RouteKey(ingressClassName *string, r *v1.Route) (string, bool) {
-	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
-	if err != nil {
-		return "", false
-	}
-	return classKey(ingressClassName) + " " + string(r.PathType) + " " + r.Host + p, true
-}
-
-func classKey(ingressClassName *string) string {
-	if ingressClassName == nil {
-		return "default"
-	}
-	return strconv.Quote(*ingressClassName)
-}
-
-// routeKeys returns the RouteKey of each of gw's routes, "" for a route
-// that has none, in route order.
-func routeKeys(gw *v1.APIGateway) []string {
-	keys := make([]string, len(gw.Spec.Routes))
-	for i := range gw.Spec.Routes {
-		keys[i], _ = RouteKey(gw.Spec.IngressClassName, &gw.Spec.Routes[i])
-	}
-	return keys
-}
-
-// RouteKeys returns gw's distinct route keys.
-func RouteKeys(gw *v1.APIGateway) []string {
-	keys := routeKeys(gw)
-	distinct := keys[:0]
-	for _, k := range keys {
-		if k != "" && !slices.Contains(distinct, k) {
-			distinct = append(distinct, k)
-		}
-	}
-	return distinct
 }
 
 // indexRouteKeys is the toolscache.IndexFunc of RouteIndex.
@@ -80,7 +31,7 @@ func indexRouteKeys(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	return RouteKeys(gw), nil
+	return validation.RouteKeys(gw), nil
 }
 
 // IndexGateways adds RouteIndex to the APIGateway informer of c (once: a

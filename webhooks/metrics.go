@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
-	"strings"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -131,59 +129,29 @@ func admissionResult(err error) string {
 	return resultError
 }
 
-// conflictDetail starts the message of a route another gateway serves
-// (validateConflicts).
-const conflictDetail = "host and path already served by"
+// ruleOther is the rule label of a denial that names no rule: one not
+// made by the validation rules, or an error without an Origin.
+const ruleOther = "other"
 
-// indexes matches the list indexes of a field path, as in routes[3].
-var indexes = regexp.MustCompile(`\[[^\]]*\]`)
-
-// knownRules are the denial rules: the field path of what validation
-// checks, without "spec." and indexes, plus "conflict" for a route another
-// gateway serves. Anything else counts as "other", so a path that carries
-// user data can never become a label value.
-var knownRules = map[string]bool{
-	"name": true, "image": true, "replicas": true,
-	"routes": true, "routes.duplicate": true, "conflict": true,
-	"routes.host": true, "routes.path": true, "routes.pathType": true,
-	"routes.backendService.name": true, "routes.backendService.port": true,
-	"tls.hosts": true, "tls.secretName": true,
-}
-
-// deniedRules returns the distinct rules an Invalid error's causes name.
+// deniedRules returns the distinct rules a denial's errors name, in the
+// order of the errors. The rule is each error's Origin, which only the
+// rules' own constants set (validation.RuleHost, RuleConflict, ...): a
+// label value can never carry user data, and a new rule is counted under
+// its own name without a list here to keep in step.
 func deniedRules(err error) []string {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
-		return []string{"other"}
+	var invalid *invalidError
+	if !errors.As(err, &invalid) || len(invalid.errs) == 0 {
+		return []string{ruleOther}
 	}
 	var rules []string
-	seen := map[string]bool{}
-	for _, c := range status.Status().Details.Causes {
-		if r := ruleOf(c); !seen[r] {
-			seen[r] = true
+	for _, e := range invalid.errs {
+		r := e.Origin
+		if r == "" {
+			r = ruleOther
+		}
+		if !slices.Contains(rules, r) {
 			rules = append(rules, r)
 		}
 	}
 	return rules
-}
-
-// ruleOf derives a cause's rule from its type and field path: a duplicate
-// route is a conflict when another gateway serves it (the message of
-// validateConflicts) and a repeat within the gateway otherwise.
-func ruleOf(c metav1.StatusCause) string {
-	path := indexes.ReplaceAllString(c.Field, "")
-	path = strings.TrimPrefix(path, "spec.")
-	if path == "metadata.name" {
-		path = "name"
-	}
-	if path == "routes" && c.Type == metav1.CauseTypeFieldValueDuplicate {
-		path = "routes.duplicate"
-		if strings.Contains(c.Message, conflictDetail) {
-			path = "conflict"
-		}
-	}
-	if !knownRules[path] {
-		return "other"
-	}
-	return path
 }

@@ -9,7 +9,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/conversion"
+	"example.com/apigateway-operator/inflight"
 )
 
 // Options configures the webhooks.
@@ -22,8 +24,8 @@ type Options struct {
 	// defaults to the package's DefaultReplicas.
 	DefaultReplicas int32
 	// MaxInflightBytes bounds the bytes all requests in flight on the
-	// webhook server hold together (see inflight.go): 0 for
-	// DefaultMaxInflightBytes(), else at least MinInflightBytes.
+	// webhook server hold together (see package inflight): 0 for
+	// inflight.DefaultBytes(), else at least inflight.MinBytes.
 	MaxInflightBytes int64
 }
 
@@ -34,11 +36,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.DefaultImage == "" {
 		opts.DefaultImage = DefaultImage
 	}
-	if errs := validateImage(opts.DefaultImage, nil); len(errs) > 0 {
+	if errs := validation.ValidateImage(opts.DefaultImage, nil); len(errs) > 0 {
 		return fmt.Errorf("default gateway image %q: %w", opts.DefaultImage, errs.ToAggregate())
 	}
-	if opts.DefaultReplicas < 0 || opts.DefaultReplicas > maxReplicas {
-		return fmt.Errorf("default replicas %d: must be from 0 to %d", opts.DefaultReplicas, maxReplicas)
+	if opts.DefaultReplicas < 0 || opts.DefaultReplicas > validation.MaxReplicas {
+		return fmt.Errorf("default replicas %d: must be from 0 to %d", opts.DefaultReplicas, validation.MaxReplicas)
 	}
 
 	ctx := context.Background()
@@ -62,20 +64,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding the Service cache to the manager: %w", err)
 	}
 
-	bound, err := newInflight(opts.MaxInflightBytes)
+	budget, err := inflight.New(opts.MaxInflightBytes)
 	if err != nil {
 		return err
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, bound.wrap(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
+	srv.Register(MutatePath, budget.Wrap(chargeDecoded(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-	}}}}, admissionCopies))
-	srv.Register(ValidatePath, bound.wrap(&admission.Webhook{Handler: validatingHandler{
+	}}}}), admissionCopies))
+	srv.Register(ValidatePath, budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Services: services}},
-	}}, admissionCopies))
-	srv.Register(ConvertPath, bound.wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
+	}}), admissionCopies))
+	srv.Register(ConvertPath, budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil
 }
 

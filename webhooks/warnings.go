@@ -17,7 +17,7 @@ const maxQuoted = 100
 
 // warnings returns what is allowed but probably a mistake: an unpinned
 // image, a single replica, and a backend port its Service does not have.
-func warnings(gw *v1.APIGateway, c Context) admission.Warnings {
+func warnings(gw *v1.APIGateway, related RelatedObjects) admission.Warnings {
 	var w admission.Warnings
 	if msg := imageWarning(gw.Spec.Image); msg != "" {
 		w = append(w, msg)
@@ -26,7 +26,7 @@ func warnings(gw *v1.APIGateway, c Context) admission.Warnings {
 		w = append(w, "spec.replicas: 1 runs a single gateway pod with no redundancy: a node drain or a pod restart "+
 			"interrupts traffic; set 2 or more for production")
 	}
-	return append(w, portWarnings(gw.Spec.Routes, c.ServicePorts)...)
+	return append(w, portWarnings(gw.Spec.Routes, related.ServicePorts)...)
 }
 
 // imageWarning warns about an image that is not pinned: without a tag or
@@ -41,10 +41,10 @@ func imageWarning(image string) string {
 	switch {
 	case !tagged:
 		return fmt.Sprintf("spec.image: %s has no tag, which means \"latest\": pods may run different builds; "+
-			"pin a version (as in nginx:1.27) or a digest", quote(image))
+			"pin a version (as in nginx:1.27) or a digest", warningQuoted(image))
 	case tag == "latest":
 		return fmt.Sprintf("spec.image: %s uses the tag \"latest\": pods may run different builds; "+
-			"pin a version or a digest", quote(image))
+			"pin a version or a digest", warningQuoted(image))
 	}
 	return ""
 }
@@ -63,7 +63,7 @@ func portWarnings(routes []v1.Route, ports map[string][]int32) admission.Warning
 		}
 		warned[b] = true
 		w = append(w, fmt.Sprintf("spec.routes[%d].backendService: Service %s has no port %d (its ports: %s)",
-			i, quote(b.Name), b.Port, portList(have)))
+			i, warningQuoted(b.Name), b.Port, portList(have)))
 	}
 	return w
 }
@@ -79,9 +79,9 @@ func portList(ports []int32) string {
 	return strings.Join(s, ", ")
 }
 
-// quote quotes s for a warning, escaping anything unprintable and cutting
+// warningQuoted quotes s for a warning, escaping anything unprintable and cutting
 // it short.
-func quote(s string) string {
+func warningQuoted(s string) string {
 	if len(s) > maxQuoted {
 		return strconv.Quote(s[:maxQuoted]) + "..."
 	}

@@ -8,11 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // The mutating webhook fails open (failurePolicy=ignore): when it cannot be
@@ -27,8 +29,10 @@ import (
 // erring towards calling it): a complete object, as most tools write it,
 // then costs one webhook round trip instead of two. A condition that cannot
 // be evaluated (a malformed object) skips the webhook, as its failure
-// policy says, and validation reports what is wrong.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == '' || !has(object.spec.replicas) || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
+// policy says, and validation reports what is wrong. An image or replicas
+// sent as null (server-side apply keeps it, where a create drops it) is
+// unset for Default, so it needs the webhook: has() alone says it is set.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == null || object.spec.image == '' || !has(object.spec.replicas) || object.spec.replicas == null || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
 // +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 
 // The webhooks read APIGateways (the route index), Namespace metadata
@@ -121,6 +125,9 @@ func (v *Validator) ValidateDelete(context.Context, *v1.APIGateway) (admission.W
 }
 
 func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
+	if err := tooMany(gw); err != nil {
+		return nil, err // before a lookup per route and backend
+	}
 	ns := namespaceOf(ctx, gw)
 	if gw.Namespace == "" {
 		// The conflict check tells the gateway itself apart from others by
@@ -132,22 +139,49 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same routes: %v", err))
 	}
-	c := Context{Others: others}
+	related := RelatedObjects{Gateways: others}
 	if v.Services != nil {
-		c.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
+		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
 	}
-	errs, warnings := Validate(old, gw, c)
+	errs, warnings := Validate(old, gw, related)
 	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), gw.Name, errs)
+		return warnings, newInvalid(gw.Name, errs)
 	}
 	return warnings, nil
 }
+
+// tooMany is the error for a gateway with a list longer than its limit
+// (validation.ValidateCounts), nil for one without: both webhooks refuse
+// such a gateway before they look at its elements one by one.
+func tooMany(gw *v1.APIGateway) error {
+	if errs := validation.ValidateCounts(&gw.Spec, field.NewPath("spec")); len(errs) > 0 {
+		return newInvalid(gw.Name, errs)
+	}
+	return nil
+}
+
+// invalidError is the denial of an object that breaks rules: the Invalid
+// status the API server relays to the client, which carries each error's
+// field path and message, and the errors it was made of, whose Origin
+// names the rule each broke: the denial metric counts those, so it never
+// reads a message or a field path.
+type invalidError struct {
+	*apierrors.StatusError
+	errs field.ErrorList
+}
+
+func newInvalid(name string, errs field.ErrorList) error {
+	return &invalidError{StatusError: apierrors.NewInvalid(v1.GroupVersion.WithKind(apiGatewayKind).GroupKind(), name, errs), errs: errs}
+}
+
+// Unwrap returns the status error, for errors.As.
+func (e *invalidError) Unwrap() error { return e.StatusError }
 
 // servingGateways returns the other APIGateways, of any namespace, that
 // serve one of gw's route keys: one index lookup per key, never a scan.
 func (v *Validator) servingGateways(ctx context.Context, gw *v1.APIGateway) ([]v1.APIGateway, error) {
 	var others []v1.APIGateway
-	for _, key := range RouteKeys(gw) {
+	for _, key := range validation.RouteKeys(gw) {
 		serving, err := v.Gateways.Serving(ctx, key)
 		if err != nil {
 			return nil, err

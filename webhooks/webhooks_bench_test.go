@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // benchGateway is a valid gateway with n routes on two hosts, left for
@@ -52,17 +53,17 @@ func BenchmarkValidate(b *testing.B) {
 	for _, r := range gw.Spec.Routes {
 		ports[r.BackendService.Name] = []int32{8080}
 	}
-	c := Context{Others: []v1.APIGateway{*other}, ServicePorts: ports}
-	if errs, _ := Validate(nil, gw, c); len(errs) == 0 {
+	related := RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
+	if errs, _ := Validate(nil, gw, related); len(errs) == 0 {
 		b.Fatal("the benchmark gateway conflicts with no other: it must, to exercise the check")
 	}
-	c.Others[0].Spec.Routes[0].Path = "/elsewhere/"
-	if errs, _ := Validate(nil, gw, c); len(errs) > 0 {
+	related.Gateways[0].Spec.Routes[0].Path = "/elsewhere/"
+	if errs, _ := Validate(nil, gw, related); len(errs) > 0 {
 		b.Fatalf("the benchmark gateway is invalid: %v", errs)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Validate(nil, gw, c)
+		Validate(nil, gw, related)
 	}
 }
 
@@ -72,7 +73,7 @@ func BenchmarkRouteKeys(b *testing.B) {
 	Default(gw, testDefaults)
 	b.ReportAllocs()
 	for b.Loop() {
-		RouteKeys(gw)
+		validation.RouteKeys(gw)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/internal/testenv"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // These tests hold the CRD's schema to the contract through the real

@@ -1,5 +1,8 @@
 // Command apigateway-operator serves the APIGateway admission and conversion
 // webhooks on one TLS server and reconciles APIGateways into their children.
+// Its subcommands (commands.go: validate, convert, ...) check and rewrite
+// manifests with no cluster; installed as kubectl-apigateway it is a kubectl
+// plugin that runs only those.
 package main
 
 import (
@@ -22,6 +25,9 @@ import (
 )
 
 func main() {
+	if c, args, ok := subcommand(os.Args[0], os.Args[1:]); ok {
+		os.Exit(c.run(args, os.Stdin, os.Stdout, os.Stderr))
+	}
 	var o options
 	o.bind(flag.CommandLine)
 	flag.Parse()

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -40,6 +42,7 @@ type options struct {
 	shutdownGrace time.Duration
 
 	defaultReplicas int
+	clusterDomain   string
 	webhooks        webhooks.Options
 	certs           certs.Options
 	controller      controller.Options
@@ -66,6 +69,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
@@ -81,6 +85,11 @@ func (o *options) complete() error {
 		return fmt.Errorf("--default-replicas: want 0 to 100, got %d", o.defaultReplicas)
 	}
 	o.webhooks.DefaultReplicas = int32(o.defaultReplicas)
+	if err := checkClusterDomain(o.clusterDomain); err != nil {
+		return err
+	}
+	o.controller.ClusterDomain = o.clusterDomain
+	o.certs.ClusterDomain = o.clusterDomain
 	o.controller.DefaultImage = o.webhooks.DefaultImage
 	o.certs.CertDir = o.certDir
 	if o.webhookMaxInflight != "" {
@@ -92,6 +101,15 @@ func (o *options) complete() error {
 	}
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
+	}
+	return nil
+}
+
+// checkClusterDomain refuses a --cluster-domain that is no DNS name; the
+// operator and the render command take the flag.
+func checkClusterDomain(domain string) error {
+	if errs := validation.IsDNS1123Subdomain(domain); len(errs) > 0 {
+		return fmt.Errorf("--cluster-domain: want a DNS name such as cluster.local, got %q: %s", domain, strings.Join(errs, "; "))
 	}
 	return nil
 }

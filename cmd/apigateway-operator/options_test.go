@@ -45,16 +45,19 @@ func TestFlagsComplete(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":             {},
-		"tls 1.2":              {args: []string{"--tls-min-version=1.2"}},
-		"tls 1.1 is refused":   {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
-		"replicas 0":           {args: []string{"--default-replicas=0"}},
-		"replicas 101":         {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
-		"negative replicas":    {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
-		"custom default image": {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
-		"in-flight bound":      {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
-		"in-flight bound zero": {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
-		"in-flight bound text": {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"defaults":               {},
+		"tls 1.2":                {args: []string{"--tls-min-version=1.2"}},
+		"tls 1.1 is refused":     {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
+		"replicas 0":             {args: []string{"--default-replicas=0"}},
+		"replicas 101":           {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
+		"negative replicas":      {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
+		"custom default image":   {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
+		"in-flight bound":        {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
+		"in-flight bound zero":   {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
+		"in-flight bound text":   {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"another cluster domain": {args: []string{"--cluster-domain=corp.example"}},
+		"cluster domain upper case": {args: []string{"--cluster-domain=Corp.example"},
+			wantErr: `--cluster-domain: want a DNS name such as cluster.local, got "Corp.example": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -80,6 +83,12 @@ func TestFlagDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(64<<20), o.webhooks.MaxInflightBytes)
 	assert.False(t, o.leaderElect, "leader election is switched on by the cluster manifests, off for a local run")
+	assert.Equal(t, "cluster.local", o.controller.ClusterDomain)
+	assert.Equal(t, "cluster.local", o.certs.ClusterDomain)
+	o, err = parse(t, "--cluster-domain=corp.example")
+	require.NoError(t, err)
+	assert.Equal(t, "corp.example", o.controller.ClusterDomain, "the renderer's Service names")
+	assert.Equal(t, "corp.example", o.certs.ClusterDomain, "the certificate's Service name")
 }
 
 // TestWebhookServerTLS starts controller-runtime's webhook server with the

@@ -1,0 +1,24 @@
+// Package validation holds every rule an APIGateway must meet on its own,
+// without looking at any other object: its name, image and replicas, the
+// number of its routes and TLS entries, each route's host, path, pathType
+// and backend, repeated routes, TLS, the ingress class and the gateway
+// container's resources. Each rule is a pure function of a value and its
+// field path, in the manner of k8s.io/kubernetes/pkg/apis/*/validation.
+//
+// Every error carries the rule it comes from as data: field.Error.Origin
+// holds one of the Rule constants, so metrics and audit count rules without
+// reading messages or field paths.
+//
+// Admission calls Validate. The nginx renderer calls ValidateName and
+// ValidateRoute again before it writes a name, host, path or backend into
+// the proxy configuration: defence in depth is calling the same function
+// twice, never writing the rule twice. The CRD's CEL rules say again what a
+// schema can say, so the API stays safe while the webhook is down;
+// controller's TestValidationParity sends one table of cases through the
+// real API server, this package and the renderer and demands one verdict.
+//
+// Rules about other objects stay with admission (package webhooks): a route
+// another gateway already serves, and whether the v1alpha1 form of the
+// object fits in its annotations (conversion measures it, and api/ never
+// imports conversion).
+package validation

@@ -1,0 +1,154 @@
+package validation
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+const maxHostLength = validation.DNS1123SubdomainMaxLength
+
+// validateHost checks a route host: a lower-case DNS name, optionally with
+// a leading "*." wildcard, and never an IP address. The host is written
+// into the proxy configuration, so this is part of the security boundary.
+func validateHost(host string, fld *field.Path) field.ErrorList {
+	var err *field.Error
+	switch {
+	case host == "":
+		err = field.Required(fld, "a DNS name such as api.example.com")
+	case len(host) > maxHostLength:
+		err = field.TooLong(fld, host, maxHostLength)
+	case isIP(host) || isIP(strings.TrimPrefix(host, "*.")):
+		err = field.Invalid(fld, host, "must be a DNS name, not an IP address")
+	case isTopLevelWildcard(host):
+		err = field.Invalid(fld, host, fmt.Sprintf(
+			`a wildcard must keep at least two labels after "*.", as in *.example.com: %s would claim every name under %q`, host, host[2:]))
+	case !validHost(host):
+		err = field.Invalid(fld, host,
+			`must be a lower-case DNS name such as api.example.com, optionally starting with "*.", `+
+				`with labels of at most 63 characters`+hostHint(host))
+	default:
+		return nil
+	}
+	return field.ErrorList{err.WithOrigin(RuleHost)}
+}
+
+// isIP reports whether s is an IP address. Only digits and dots (IPv4) or a
+// string with a colon (IPv6) can be one, so other strings, every DNS name
+// among them, skip the parser.
+func isIP(s string) bool {
+	if !strings.Contains(s, ":") && strings.ContainsFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }) {
+		return false
+	}
+	return net.ParseIP(s) != nil
+}
+
+// validHost reports whether host is a DNS name (IsDNSName) or "*." and one
+// of at least two labels, and not an IP address.
+func validHost(host string) bool {
+	name := strings.TrimPrefix(host, "*.")
+	return len(host) <= maxHostLength && IsDNSName(name) && !isIP(name) && !isTopLevelWildcard(host)
+}
+
+// isTopLevelWildcard reports whether host is "*." and a single label, such
+// as *.com: one gateway would take every name of a top-level domain (or of
+// a single-label internal domain), which no tenant may claim.
+func isTopLevelWildcard(host string) bool {
+	label, ok := strings.CutPrefix(host, "*.")
+	return ok && !strings.Contains(label, ".") && IsDNSName(label)
+}
+
+// IsDNSName reports whether name is a DNS-1123 subdomain whose labels are
+// at most 63 bytes long, as DNS requires (validation.IsDNS1123Subdomain
+// lets longer labels through). It is written without a regular expression:
+// it runs for every route of every admission request and every render.
+// TestNameChecksMatchApimachinery holds it to apimachinery's check.
+func IsDNSName(name string) bool {
+	if len(name) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if !isLabel(label, validation.DNS1123LabelMaxLength, isAlnum) {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNS1035Label is validation.IsDNS1035Label without a regular expression
+// (TestNameChecksMatchApimachinery holds it to apimachinery's check).
+func isDNS1035Label(name string) bool {
+	return isLabel(name, validation.DNS1035LabelMaxLength, func(c byte) bool { return 'a' <= c && c <= 'z' })
+}
+
+// isLabel reports whether label is 1 to maxLen lower-case letters, digits
+// and '-', starts with a byte first accepts and ends with a letter or digit.
+func isLabel(label string, maxLen int, first func(byte) bool) bool {
+	if label == "" || len(label) > maxLen || !first(label[0]) || !isAlnum(label[len(label)-1]) {
+		return false
+	}
+	for i := 1; i < len(label)-1; i++ {
+		if c := label[i]; c != '-' && !isAlnum(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+// hostHint explains the usual mistakes: a URL, a port, a misplaced
+// wildcard, upper case or a trailing dot (the last two are normally fixed
+// by the mutating webhook).
+func hostHint(host string) string {
+	candidate := host
+	if _, rest, ok := strings.Cut(candidate, "://"); ok {
+		candidate = rest
+	}
+	candidate, _, _ = strings.Cut(candidate, "/")
+	if i := strings.LastIndexByte(candidate, ':'); i >= 0 {
+		if _, err := strconv.Atoi(candidate[i+1:]); err == nil {
+			candidate = candidate[:i]
+		}
+	}
+	candidate = NormalizeHost(candidate)
+	if hint := suggest(host, candidate, validHost); hint != "" {
+		return hint + " (a host is a name only: no scheme, port or path)"
+	}
+	if strings.Contains(strings.TrimPrefix(host, "*."), "*") {
+		return `; "*" is allowed only as the whole first label, as in *.example.com`
+	}
+	return ""
+}
+
+// NormalizeHost is the canonical spelling of host: its ASCII letters in
+// lower case and a single trailing dot (the DNS root of a fully qualified
+// name) removed. The mutating webhook rewrites hosts into it; validation
+// suggests it. Only ASCII is folded: Unicode case folding maps some
+// non-ASCII letters onto ASCII ones (the Kelvin sign K becomes k), and a
+// host that is not ASCII must reach validation as the user wrote it and be
+// rejected there. It works on bytes so that even invalid UTF-8 passes
+// through unchanged.
+func NormalizeHost(host string) string {
+	// Only a single trailing dot is the root: "a.com.." is malformed and
+	// stays as it is for validation to reject, which also keeps
+	// NormalizeHost idempotent.
+	if strings.HasSuffix(host, ".") && !strings.HasSuffix(host, "..") {
+		host = host[:len(host)-1]
+	}
+	// Most hosts are already lower case: keep them, without a copy.
+	if !strings.ContainsFunc(host, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+		return host
+	}
+	b := []byte(host)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,173 @@
+package validation
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/routepath"
+)
+
+// validateRoutes checks each route, and that no two share a RouteKey: such
+// routes serve the same requests, so the later one is reported, at its own
+// index, naming the earlier.
+func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
+	if len(routes) == 0 {
+		return field.ErrorList{field.Required(fld,
+			"at least one route, such as {host: api.example.com, path: /, backendService: {name: my-service, port: 80}}").WithOrigin(RuleRoutes)}
+	}
+	var errs field.ErrorList
+	first := make(map[string]int, len(routes))
+	for i := range routes {
+		r := &routes[i]
+		errs = append(errs, ValidateRoute(r, fld, i)...)
+		// Within one gateway every route has the gateway's class.
+		key, ok := RouteKey(nil, r)
+		if !ok {
+			continue
+		}
+		if j, seen := first[key]; seen {
+			e := field.Duplicate(fld.Index(i), RouteString(r))
+			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]%s; merge the two routes or change one",
+				j, sameMatchHint(&routes[j], r))
+			errs = append(errs, e.WithOrigin(RuleDuplicateRoute))
+			continue
+		}
+		first[key] = i
+	}
+	return errs
+}
+
+// sameMatchHint explains why two routes whose paths differ as written
+// share a key: it names the normalised path both match.
+func sameMatchHint(a, b *v1.Route) string {
+	if a.Path == b.Path {
+		return ""
+	}
+	return fmt.Sprintf(" once normalised (%q and %q both match %s)", a.Path, b.Path, MatchString(b))
+}
+
+// The fields of a route, relative to the route and built once: a valid
+// route, the common case, then costs no field path at all, and
+// ValidateRoute puts the route's own path in front of an invalid one's.
+var (
+	routeHost        = field.NewPath("host")
+	routePath        = field.NewPath("path")
+	routePathType    = field.NewPath("pathType")
+	routeBackendName = field.NewPath("backendService", "name")
+	routeBackendPort = field.NewPath("backendService", "port")
+)
+
+// ValidateRoute checks r, the route at routes[i]: its host, path, pathType
+// and backend. These are the strings the renderer writes into the proxy
+// configuration, so the renderer calls this too.
+func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateHost(r.Host, routeHost)...)
+	errs = append(errs, validatePath(r.Path, routePath)...)
+	errs = append(errs, validatePathType(r.PathType, routePathType)...)
+	errs = append(errs, validateBackendName(r.BackendService.Name, routeBackendName)...)
+	errs = append(errs, validateBackendPort(r.BackendService.Port, routeBackendPort)...)
+	if len(errs) > 0 {
+		prefix := routes.Index(i).String() + "."
+		for _, e := range errs {
+			e.Field = prefix + e.Field
+		}
+	}
+	return errs
+}
+
+func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
+	var err *field.Error
+	switch pt {
+	case v1.PathTypePrefix, v1.PathTypeExact:
+		return nil
+	case "":
+		err = field.Required(fld, `"Prefix" or "Exact"`)
+	default:
+		err = field.NotSupported(fld, pt, []v1.PathType{v1.PathTypePrefix, v1.PathTypeExact})
+	}
+	return field.ErrorList{err.WithOrigin(RulePathType)}
+}
+
+// validateBackendName checks a backend Service's name. It becomes part of
+// a DNS name in the proxy configuration.
+func validateBackendName(name string, fld *field.Path) field.ErrorList {
+	var err *field.Error
+	switch {
+	case name == "":
+		err = field.Required(fld, "the name of a Service in the gateway's namespace")
+	case len(name) > validation.DNS1035LabelMaxLength:
+		err = field.TooLong(fld, name, validation.DNS1035LabelMaxLength)
+	case !isDNS1035Label(name):
+		err = field.Invalid(fld, name,
+			"must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"+
+				suggest(name, NormalizeHost(name), isDNS1035Label))
+	default:
+		return nil
+	}
+	return field.ErrorList{err.WithOrigin(RuleBackendName)}
+}
+
+func validateBackendPort(port int32, fld *field.Path) field.ErrorList {
+	if port < 1 || port > 65535 {
+		return field.ErrorList{field.Invalid(fld, port, "must be a port number from 1 to 65535").WithOrigin(RuleBackendPort)}
+	}
+	return nil
+}
+
+// RouteKey is what the Ingress controller tells two routes apart by: the
+// gateway's ingress class, the route's pathType, host and normalised path
+// (routepath.MatchPath: percent-decoded, a Prefix path without its trailing
+// "/"). Two routes with one key compete for the same requests, whatever
+// their namespaces, since Ingress controllers merge the rules of one host
+// across the cluster. The class is quoted, or "default" when unset (the
+// cluster's default class, its own class here), and the host, which holds
+// no space, ends where the path's "/" begins. It returns false when r's
+// path has no normal form: validation refuses such a path and the renderer
+// never serves it, so it competes with nothing.
+func RouteKey(ingressClassName *string, r *v1.Route) (string, bool) {
+	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	if err != nil {
+		return "", false
+	}
+	return classKey(ingressClassName) + " " + string(r.PathType) + " " + r.Host + p, true
+}
+
+func classKey(ingressClassName *string) string {
+	if ingressClassName == nil {
+		return "default"
+	}
+	return strconv.Quote(*ingressClassName)
+}
+
+// RouteKeys returns gw's distinct route keys, in route order.
+func RouteKeys(gw *v1.APIGateway) []string {
+	keys := make([]string, 0, len(gw.Spec.Routes))
+	for i := range gw.Spec.Routes {
+		if k, ok := RouteKey(gw.Spec.IngressClassName, &gw.Spec.Routes[i]); ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// RouteString renders a route for messages: host and path as a URL would
+// show them, and the match type.
+func RouteString(r *v1.Route) string {
+	return fmt.Sprintf("%s%s (%s)", r.Host, r.Path, r.PathType)
+}
+
+// MatchString renders what a route matches as the Ingress controller sees
+// it: host, normalised path (see RouteKey) and pathType.
+func MatchString(r *v1.Route) string {
+	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	if err != nil {
+		p = r.Path
+	}
+	return fmt.Sprintf("%s%s (%s)", r.Host, p, r.PathType)
+}

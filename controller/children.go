@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// ChildOptions are the operator's settings that shape a gateway's
+// children; Options carries them for the reconciler.
+type ChildOptions struct {
+	// DefaultImage is the Deployment's image when spec.image is empty.
+	DefaultImage string
+	// Resolvers are the DNS servers nginx resolves backends with; empty
+	// means the cluster DNS from the pod's /etc/resolv.conf.
+	Resolvers []string
+	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
+	ClusterDomain string
+}
+
+// Desired are the children the operator applies for one gateway.
+type Desired struct {
+	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
+	Deployment *appsv1ac.DeploymentApplyConfiguration
+	Service    *corev1ac.ServiceApplyConfiguration
+	Ingress    *networkingv1ac.IngressApplyConfiguration
+}
+
+// Children builds gw's children exactly as the reconciler applies them;
+// the reconciler calls it, and so does the render command, so a preview
+// cannot differ from what the operator writes. It is pure: no client, no
+// I/O, gw left unchanged.
+//
+// The error is the renderer's refusal of gw's routes (or of
+// opts.Resolvers). ConfigMap and Deployment are then nil, since there is
+// no configuration to serve, while Service and Ingress, which do not
+// depend on it, are still built: the reconciler applies them regardless.
+func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
+	d := Desired{Service: desiredService(gw), Ingress: desiredIngress(gw)}
+	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain})
+	if err != nil {
+		return d, err
+	}
+	d.ConfigMap = desiredConfigMap(gw, config)
+	d.Deployment = desiredDeployment(gw, deploymentParams{
+		Image:          opts.DefaultImage,
+		ConfigHash:     configHash(config),
+		LocalResolvers: len(opts.Resolvers) == 0,
+	})
+	return d, nil
+}
+
+// Objects are d's children in the order the reconciler applies them,
+// nils left out.
+func (d Desired) Objects() []runtime.ApplyConfiguration {
+	var out []runtime.ApplyConfiguration
+	if d.ConfigMap != nil {
+		out = append(out, d.ConfigMap)
+	}
+	if d.Deployment != nil {
+		out = append(out, d.Deployment)
+	}
+	return append(out, d.Service, d.Ingress)
+}

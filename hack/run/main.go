@@ -1,0 +1,392 @@
+// Command run is what `make run` runs: the operator against a control plane
+// on this machine, for someone with no cluster.
+//
+// It starts etcd, kube-apiserver and kube-controller-manager (the ./bin/k8s
+// binaries `make k8s` builds, started by test/controlplane as the tests
+// start theirs) on 127.0.0.1 with their data in $RUN_DIR, writes an admin
+// kubeconfig, installs manifests/local (CRD, webhook configurations
+// pointed at 127.0.0.1, RBAC, the empty certificate Secret) and runs the
+// real operator binary in self-signed certificate mode, as the operator's
+// ServiceAccount so the generated least-privilege RBAC is what applies, as
+// in a cluster. The kube-apiserver presents a client certificate to the
+// admission webhooks (its admission configuration), and the operator
+// accepts no other caller there (--webhook-client-ca). Ctrl-C (or
+// SIGTERM/SIGHUP) stops everything, operator first, etcd last; a second
+// one kills what is still stopping. The data stays in $RUN_DIR, so the
+// next run starts where this one stopped; a run that was killed is cleaned
+// up by the next.
+//
+// Arguments are passed on to the operator (e.g. `go run ./hack/run
+// --zap-log-level=debug`, or `make run ARGS=--zap-log-level=debug`).
+//
+// Environment (all optional):
+//
+//	RUN_DIR         scratch directory: data, certificates, kubeconfigs, logs (bin/run)
+//	RUN_FRESH=1     delete RUN_DIR's content first: start from an empty cluster
+//	K8S_BIN         etcd, kube-apiserver, kube-controller-manager, kubectl (bin/k8s)
+//	OPERATOR_BIN    the operator binary (bin/apigateway-operator)
+//	ETCD_PORT, APISERVER_PORT, WEBHOOK_PORT, PROBE_PORT, METRICS_PORT
+//	                loopback ports (12379, 16443, 9443, 18081, 18443); 0 picks a free one
+//	START_TIMEOUT   seconds each component may take to become ready (90)
+//	STOP_TIMEOUT    seconds each component may take to stop before SIGKILL (20)
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/testenv"
+)
+
+// The namespace of the operator's Secret and namespaced RBAC
+// (manifests/local), and its ServiceAccount.
+const (
+	operatorNS = "apigateway-operator-system"
+	operatorSA = "apigateway-operator"
+	crd        = "crd/apigateways.example.com"
+)
+
+// controllers are kube-controller-manager's: garbage collection,
+// Deployments, ReplicaSets, namespaces and service accounts. No scheduler
+// and no kubelet: the gateways' Pods are created and stay Pending, which is
+// enough to see rollouts and owner references at work.
+var controllers = []string{
+	"garbage-collector-controller", "deployment-controller", "replicaset-controller",
+	"namespace-controller", "serviceaccount-controller",
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// runner is one run: its configuration, its control plane, its terminal.
+type runner struct {
+	config
+	root string
+	cp   *controlplane.ControlPlane
+	// bold and plain frame headings on a terminal only, so logs and tests
+	// read plain text.
+	bold, plain string
+}
+
+func run(operatorArgs []string) int {
+	r, err := newRunner()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hack/run: %v\n", err)
+		return 1
+	}
+	// A signal stops the run; one that arrives while it stops hurries the
+	// stopping: what is still running is killed.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := context.WithCancelCause(context.Background())
+	hurry, hurryUp := context.WithCancel(context.Background())
+	go func() {
+		for sig := range sigs {
+			if ctx.Err() == nil {
+				stop(signalled{sig.(syscall.Signal)})
+			} else {
+				hurryUp()
+			}
+		}
+	}()
+
+	err = r.start(ctx, operatorArgs)
+	if err == nil {
+		r.printReady()
+		err = r.wait(ctx)
+	}
+	stop(errStopping)
+	var sig signalled
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Println()
+		r.log(fmt.Sprintf("Stopping (%s)", sig))
+		err = nil
+	} else if err != nil {
+		fmt.Fprintf(os.Stderr, "hack/run: %v\n", err)
+	}
+	if r.cp != nil {
+		// Processes that had to be killed are worth a line, not a failure.
+		if serr := r.cp.Stop(hurry); serr != nil {
+			fmt.Fprintf(os.Stderr, "hack/run: %v\n", serr)
+		}
+	}
+	if err != nil {
+		return 1
+	}
+	r.log(fmt.Sprintf("Stopped. The cluster's data stays in %s; run again to continue, RUN_FRESH=1 to start empty.", r.show(r.runDir)))
+	return 0
+}
+
+// errStopping is the cause of a run that stops for another reason than a
+// signal: an error, or a process that died.
+var errStopping = errors.New("stopping")
+
+func newRunner() (*runner, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := parseConfig(os.Getenv, root, cwd)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{config: cfg, root: root}
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		r.bold, r.plain = "\033[1m", "\033[0m"
+	}
+	return r, r.checkTools()
+}
+
+// signalled is the cause of a run stopped by a signal.
+type signalled struct{ sig syscall.Signal }
+
+func (s signalled) Error() string { return s.String() }
+
+func (s signalled) String() string {
+	if name, ok := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s.sig]; ok {
+		return name
+	}
+	return s.sig.String()
+}
+
+// start takes RUN_DIR (stopping what a killed run left there), starts the
+// control plane, installs manifests/local and starts the operator.
+func (r *runner) start(ctx context.Context, operatorArgs []string) error {
+	// The operator's ports are chosen now: manifests/local and the
+	// webhook client certificate name the webhook port.
+	for _, port := range []*int{&r.webhookPort, &r.probePort, &r.metricsPort} {
+		if *port == 0 {
+			var err error
+			if *port, err = controlplane.FreePort(); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	r.cp, err = controlplane.New(controlplane.Options{
+		BinDir:            r.k8sBin,
+		Dir:               r.runDir,
+		Fresh:             r.fresh,
+		EtcdPort:          r.etcdPort,
+		APIServerPort:     r.apiServerPort,
+		Controllers:       controllers,
+		WebhookClientHost: net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)),
+		Users:             []controlplane.User{controlplane.ServiceAccount(operatorNS, operatorSA)},
+		StartTimeout:      r.startTimeout,
+		StopTimeout:       r.stopTimeout,
+		Log:               r.log,
+	})
+	if errors.Is(err, controlplane.ErrInUse) {
+		return fmt.Errorf("%w (RUN_DIR)", err)
+	} else if err != nil {
+		return err
+	}
+	// Now that an earlier run's leftovers are stopped, only a stranger's
+	// port counts.
+	if err := r.checkPorts(); err != nil {
+		return err
+	}
+	if err := r.cp.Start(ctx); err != nil {
+		return err
+	}
+	if err := r.installManifests(ctx); err != nil {
+		return err
+	}
+	return r.startOperator(ctx, operatorArgs)
+}
+
+// wait runs until a signal arrives or a process exits.
+func (r *runner) wait(ctx context.Context) error {
+	died := make(chan *controlplane.Process, len(r.cp.Processes()))
+	for _, p := range r.cp.Processes() {
+		go func() {
+			<-p.Done()
+			died <- p
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-died:
+		return &controlplane.ProcessError{Name: p.Name(), What: fmt.Sprintf("exited unexpectedly (%v)", p.Err()), Log: p.Log()}
+	}
+}
+
+func (r *runner) checkTools() error {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+		if !executable(filepath.Join(r.k8sBin, name)) {
+			return fmt.Errorf("%s is missing: run `make k8s` (or `make run`, which builds it)", r.show(filepath.Join(r.k8sBin, name)))
+		}
+	}
+	if !executable(r.operatorBin) {
+		return fmt.Errorf("%s is missing: run `make build` (or `make run`, which builds it)", r.show(r.operatorBin))
+	}
+	return nil
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// checkPorts fails on a port (0 excepted: it is picked) another process
+// listens on.
+func (r *runner) checkPorts() error {
+	for _, p := range r.ports() {
+		if *p.port == 0 {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*p.port)))
+		if err != nil {
+			return fmt.Errorf("127.0.0.1:%d is in use; pick another port with %s=... (0 for any free one)", *p.port, p.name)
+		}
+		_ = l.Close()
+	}
+	return nil
+}
+
+// installManifests applies manifests/local as the administrator and waits
+// for the CRD to be served. The overlay names port 9443, the operator's
+// default; another port is substituted in the rendered YAML.
+func (r *runner) installManifests(ctx context.Context) error {
+	url := fmt.Sprintf("https://127.0.0.1:%d", r.webhookPort)
+	r.log("Installing manifests/local (CRD, webhook configurations -> " + url + ", RBAC, certificate Secret)")
+	kubectl := filepath.Join(r.k8sBin, "kubectl")
+	rendered, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(r.root, "manifests", "local")).Output()
+	if err != nil {
+		return fmt.Errorf("rendering manifests/local: %w", err)
+	}
+	rendered = bytes.ReplaceAll(rendered, []byte("https://127.0.0.1:9443/"), []byte(url+"/"))
+	kubeconfig := "--kubeconfig=" + filepath.Join(r.runDir, "kubeconfig")
+	apply := exec.CommandContext(ctx, kubectl, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	apply.Stdin = bytes.NewReader(rendered)
+	out, err := apply.CombinedOutput()
+	logFile := filepath.Join(r.runDir, "logs", "install.log")
+	if werr := os.WriteFile(logFile, out, 0o600); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fmt.Errorf("installing manifests/local failed: %w\n%s", err, out)
+	}
+	wait := exec.CommandContext(ctx, kubectl, kubeconfig, "wait", "--for=condition=Established",
+		fmt.Sprintf("--timeout=%ds", int(r.startTimeout.Seconds())), crd)
+	if out, err := wait.CombinedOutput(); err != nil {
+		return fmt.Errorf("waiting for %s: %w\n%s", crd, err, out)
+	}
+	return nil
+}
+
+// startOperator runs the operator as its ServiceAccount, its output on
+// the console, until it is ready: its certificate is then trusted by all
+// three CA bundles.
+func (r *runner) startOperator(ctx context.Context, extra []string) error {
+	kubeconfig := filepath.Join(r.runDir, "operator.kubeconfig")
+	if err := r.cp.WriteKubeconfig(kubeconfig, controlplane.ServiceAccount(operatorNS, operatorSA).Name); err != nil {
+		return err
+	}
+	r.log(fmt.Sprintf("Starting %s (webhooks on https://127.0.0.1:%d for kube-apiserver's client certificate, probes on 127.0.0.1:%d)",
+		r.show(r.operatorBin), r.webhookPort, r.probePort))
+	probe := &http.Client{Timeout: 5 * time.Second}
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)
+	_, err := r.cp.Run(ctx, controlplane.Command{
+		Name: "apigateway-operator",
+		Path: r.operatorBin,
+		Args: append([]string{
+			"--kubeconfig=" + kubeconfig,
+			"--webhook-client-ca=" + r.cp.WebhookClientAuth().CA,
+			"--cert-mode=self-signed",
+			"--cert-extra-hosts=127.0.0.1,localhost",
+			"--cert-secret-namespace=" + operatorNS,
+			"--webhook-port=" + strconv.Itoa(r.webhookPort),
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", r.probePort),
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.metricsPort),
+			"--graceful-shutdown-timeout=10s",
+			"--zap-encoder=console",
+		}, extra...),
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Ready: func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, http.NoBody)
+			if err != nil {
+				return err
+			}
+			resp, err := probe.Do(req)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return errors.New(resp.Status)
+			}
+			return nil
+		},
+	})
+	return err
+}
+
+func (r *runner) log(msg string) {
+	fmt.Printf("%s==> %s%s\n", r.bold, strings.ReplaceAll(msg, r.root+"/", "./"), r.plain)
+}
+
+// show prints a path relative to the repository when it is inside it,
+// since `make run` is started from there.
+func (r *runner) show(path string) string {
+	if rel, ok := strings.CutPrefix(path, r.root+"/"); ok {
+		return "./" + rel
+	}
+	return path
+}
+
+func (r *runner) printReady() {
+	k := r.show(filepath.Join(r.k8sBin, "kubectl"))
+	samples := filepath.Join(r.root, "manifests", "samples")
+	fmt.Println()
+	r.log("Ready: apigateway-operator is running against a local control plane.")
+	fmt.Printf(`
+  export KUBECONFIG=%s
+
+  # the seed sample, and the four children the operator makes for it
+  %s apply -f %s
+  %s get apigateways
+  %s get configmaps,deployments,services,ingresses -l app.kubernetes.io/instance=my-app-gateway
+`, filepath.Join(r.runDir, "kubeconfig"), k, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k)
+	if invalid, _ := filepath.Glob(filepath.Join(samples, "invalid", "*.yaml")); len(invalid) > 0 {
+		fmt.Printf(`
+  # invalid samples: each is refused with the field at fault
+  %s apply -f %s/
+`, k, r.show(filepath.Join(samples, "invalid")))
+	} else {
+		fmt.Printf(`
+  # an invalid gateway is refused with the field at fault
+  %s apply -f - <<'YAML'
+  {apiVersion: example.com/v1, kind: APIGateway, metadata: {name: bad-tls},
+   spec: {routes: [{host: api.example.com, backendService: {name: svc, port: 80}}],
+          tls: [{hosts: [www.example.com], secretName: tls}]}}
+YAML
+`, k)
+	}
+	fmt.Printf(`
+  # the same gateway as the older v1alpha1 API sees it (converted by the webhook)
+  %s get apigateways.v1alpha1.example.com my-app-gateway -o yaml
+
+Pods stay Pending: there is no scheduler or kubelet. Control plane logs are in
+%s/; the operator logs below. Ctrl-C stops everything.
+
+`, k, r.show(filepath.Join(r.runDir, "logs")))
+}

@@ -1,0 +1,357 @@
+// Package offline judges APIGateway manifests as the API server and the
+// operator's webhooks would, with no cluster: the embedded CRD's schema and
+// CEL rules (evaluated by apiextensions-apiserver's own packages), the
+// conversion webhook's functions, webhooks.Default and webhooks.Validate.
+// The validate and convert subcommands are built on it.
+package offline
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/webhooks"
+)
+
+// Options are what the API server and the webhooks would know besides the
+// objects.
+type Options struct {
+	// Defaults are the operator's --default-image and --default-replicas.
+	Defaults webhooks.Defaults
+	// Namespace is the namespace of objects that name none, as kubectl's
+	// current namespace would be.
+	Namespace string
+	// NamespaceAnnotations are the annotations of namespaces by name (the
+	// example.com/default-gateway-image one matters); Namespace objects in
+	// the input add theirs.
+	NamespaceAnnotations map[string]map[string]string
+	// Gateways are APIGateways already in a cluster: the input's routes
+	// must not conflict with theirs.
+	Gateways []v1.APIGateway
+}
+
+// Problem is one error about an object.
+type Problem struct {
+	// Field is the field path, as the API server reports it; empty for an
+	// error about the whole request.
+	Field string `json:"field,omitempty"`
+	// Rule names the rule broken: a webhook rule's id (field.Error.Origin),
+	// the schema's, or strictFieldValidation for an unknown field.
+	Rule string `json:"rule,omitempty"`
+	// Message is what the API server says, without the field path.
+	Message string `json:"message"`
+}
+
+// Object is the verdict on one document.
+type Object struct {
+	File       string `json:"file"`
+	Document   int    `json:"document"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Valid is true for an APIGateway the API server would admit.
+	Valid    bool      `json:"valid"`
+	Errors   []Problem `json:"errors,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+	// Note says why a document that is not an APIGateway was not judged.
+	Note string `json:"note,omitempty"`
+
+	// Gateway is the admitted object in its v1 form, defaulted.
+	Gateway *v1.APIGateway `json:"-"`
+}
+
+// Report is the verdict on all documents, in input order.
+type Report struct {
+	Objects []Object `json:"objects"`
+}
+
+// Valid reports whether every APIGateway is admitted.
+func (r *Report) Valid() bool {
+	return !slices.ContainsFunc(r.Objects, func(o Object) bool { return !o.Valid })
+}
+
+// Checker judges documents; it holds the CRD's compiled schemas and the
+// mutating webhook's compiled matchConditions.
+type Checker struct {
+	schemas *Schemas
+	matcher matchconditions.Matcher
+}
+
+// NewChecker compiles the embedded CRD and webhook configurations.
+func NewChecker() (*Checker, error) {
+	s, err := LoadSchemas()
+	if err != nil {
+		return nil, err
+	}
+	m, err := mutatingMatcher()
+	if err != nil {
+		return nil, err
+	}
+	return &Checker{schemas: s, matcher: m}, nil
+}
+
+// Rules that are not the webhooks' (field.Error.Origin) name the stage.
+const (
+	RuleStrictFields = "strictFieldValidation"
+	// RuleSchema is the CRD's OpenAPI schema (and the object metadata's
+	// rules), RuleCEL its x-kubernetes-validations rules.
+	RuleSchema  = "schema"
+	RuleCEL     = "cel"
+	RuleDecode  = "decode"
+	RuleVersion = "servedVersion"
+)
+
+// Validate judges every document in order. Each APIGateway is checked
+// against the cluster's gateways and the admitted gateways before it in
+// the input, as `kubectl apply -f` would create them one after another:
+// of two gateways with one route, the second is refused.
+func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) Report {
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	annotations, ports := c.related(docs, opts)
+	admitted := slices.Clone(opts.Gateways)
+	report := Report{Objects: make([]Object, 0, len(docs))}
+	for _, d := range docs {
+		o := Object{File: d.File, Document: d.Index, APIVersion: d.Object.GetAPIVersion(), Kind: d.Object.GetKind(),
+			Namespace: d.Object.GetNamespace(), Name: d.Object.GetName(), Valid: true}
+		if !IsAPIGateway(d.Object) {
+			o.Note = "not an APIGateway: not checked"
+			if d.Object.GetKind() == "Namespace" || d.Object.GetKind() == "Service" {
+				o.Note = "not an APIGateway: read for the APIGateways' defaults and warnings"
+			}
+			report.Objects = append(report.Objects, o)
+			continue
+		}
+		if o.Namespace == "" {
+			o.Namespace = opts.Namespace
+		}
+		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults.ForNamespace(annotations[o.Namespace]),
+			webhooks.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
+		o.Errors, o.Warnings, o.Valid = errs, warnings, len(errs) == 0
+		if o.Valid {
+			o.Gateway = gw
+			admitted = append(admitted, *gw)
+		}
+		report.Objects = append(report.Objects, o)
+	}
+	return report
+}
+
+// related gathers what the webhooks read from the cluster, from the input:
+// namespaces' annotations and Services' ports, by namespace.
+func (c *Checker) related(docs []Document, opts Options) (map[string]map[string]string, map[string]map[string][]int32) {
+	annotations := maps.Clone(opts.NamespaceAnnotations)
+	if annotations == nil {
+		annotations = map[string]map[string]string{}
+	}
+	ports := map[string]map[string][]int32{}
+	for _, d := range docs {
+		switch d.Object.GroupVersionKind() {
+		case corev1.SchemeGroupVersion.WithKind("Namespace"):
+			annotations[d.Object.GetName()] = d.Object.GetAnnotations()
+		case corev1.SchemeGroupVersion.WithKind("Service"):
+			svc := &corev1.Service{}
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, svc) != nil {
+				continue
+			}
+			ns := svc.Namespace
+			if ns == "" {
+				ns = opts.Namespace
+			}
+			if ports[ns] == nil {
+				ports[ns] = map[string][]int32{}
+			}
+			for _, p := range svc.Spec.Ports {
+				ports[ns][svc.Name] = append(ports[ns][svc.Name], p.Port)
+			}
+			if _, ok := ports[ns][svc.Name]; !ok {
+				ports[ns][svc.Name] = []int32{}
+			}
+		}
+	}
+	return annotations, ports
+}
+
+// admit is what a create of u goes through in the API server, in its
+// order: decoding with strict field validation and the schema's defaults,
+// the mutating webhook (through v1 for a v1alpha1 object), the schema's
+// defaults again, the CRD's validation and CEL rules in u's own version,
+// and the validating webhook on the v1 form. It stops at the first stage
+// that refuses u, as the API server does.
+func (c *Checker) admit(ctx context.Context, u *unstructured.Unstructured, namespace string, defaults webhooks.Defaults,
+	related webhooks.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
+	version := u.GroupVersionKind().Version
+	vs := c.schemas.version(version)
+	if vs == nil {
+		return nil, []Problem{{Rule: RuleVersion, Message: fmt.Sprintf("no matches for kind %q in version %q: the CRD serves %s",
+			u.GetKind(), u.GetAPIVersion(), strings.Join(Versions, " and "))}}, nil
+	}
+	gw, problems, warnings := c.admitVersion(ctx, u, vs, namespace, defaults, related)
+	if vs.deprecation != "" {
+		warnings = append([]string{vs.deprecation}, warnings...)
+	}
+	return gw, problems, warnings
+}
+
+// admitVersion is admit for an object of a served version.
+func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, namespace string, defaults webhooks.Defaults,
+	related webhooks.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
+	u.SetNamespace(namespace)
+	unknown, err := vs.decode(u)
+	if err != nil {
+		return nil, []Problem{{Rule: RuleDecode, Message: err.Error()}}, nil
+	}
+	if len(unknown) > 0 {
+		problems := make([]Problem, len(unknown))
+		for i, p := range unknown {
+			problems[i] = Problem{Field: p, Rule: RuleStrictFields, Message: fmt.Sprintf("strict decoding error: unknown field %q", p)}
+		}
+		return nil, problems, nil
+	}
+	if problems := c.mutate(ctx, u, vs, defaults); len(problems) > 0 {
+		return nil, problems, nil
+	}
+	if errs := vs.validate(ctx, u, c.schemas.Group, c.schemas.Kind); len(errs) > 0 {
+		return nil, problemsOf(errs, RuleSchema), nil
+	}
+	strategyWarnings := finalizerWarnings(u)
+	gw, err := toV1(u)
+	if err != nil {
+		return nil, []Problem{{Rule: RuleDecode, Message: err.Error()}}, nil
+	}
+	errs, warnings := webhooks.Validate(nil, gw, related)
+	warnings = append(strategyWarnings, warnings...)
+	if len(errs) > 0 {
+		return nil, problemsOf(errs, ""), warnings
+	}
+	return gw, nil, warnings
+}
+
+// mutate is what the mutating webhook does to u. The API server hands the
+// webhook u's v1 form (converting a v1alpha1 object through the conversion
+// webhook) when the webhook's matchConditions match it; the webhook
+// defaults it (webhooks.Default) and what changed is written back in u's
+// version, then the schema's defaults are applied again, as the API server
+// does after a patch. An object the webhook cannot decode is refused by it
+// (its answer is a denial, which the failurePolicy does not cover).
+func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, defaults webhooks.Defaults) []Problem {
+	v1Form := u
+	if vs.version != v1.GroupVersion.Version {
+		gw, err := toV1(u)
+		if err != nil {
+			return []Problem{{Rule: RuleDecode, Message: "conversion webhook: " + err.Error()}}
+		}
+		if v1Form, err = fromV1(gw, v1.GroupVersion.Version); err != nil {
+			return []Problem{{Rule: RuleDecode, Message: "conversion webhook: " + err.Error()}}
+		}
+	}
+	if call, err := c.callsMutatingWebhook(ctx, v1Form); err != nil {
+		return []Problem{{Rule: RuleDecode, Message: "the mutating webhook's matchConditions: " + err.Error()}}
+	} else if !call {
+		return nil
+	}
+	gw, err := toV1(u)
+	if err != nil {
+		return []Problem{{Rule: RuleDecode, Message: err.Error()}}
+	}
+	spec := field.NewPath("spec")
+	if errs := validation.ValidateCounts(&gw.Spec, spec); len(errs) > 0 {
+		return problemsOf(errs, "")
+	}
+	before := gw.DeepCopy()
+	webhooks.Default(gw, defaults)
+	if apiequality.Semantic.DeepEqual(before.Spec, gw.Spec) {
+		return nil
+	}
+	if vs.version == v1.GroupVersion.Version {
+		patchDefaults(u.Object, &before.Spec, &gw.Spec)
+	} else {
+		back, err := fromV1(gw, vs.version)
+		if err != nil {
+			return []Problem{{Rule: RuleDecode, Message: "converting the defaulted object back: " + err.Error()}}
+		}
+		u.Object["spec"] = back.Object["spec"]
+		u.SetAnnotations(back.GetAnnotations())
+		u.SetLabels(back.GetLabels())
+	}
+	vs.setDefaults(u)
+	return nil
+}
+
+// patchDefaults writes into a v1 object what Default changed, field by
+// field, as the mutating webhook's JSON patch does: members Default does not
+// set stay as they were.
+func patchDefaults(obj map[string]any, before, after *v1.APIGatewaySpec) {
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	if before.Image != after.Image {
+		spec["image"] = after.Image
+	}
+	if before.Replicas == nil && after.Replicas != nil {
+		spec["replicas"] = int64(*after.Replicas)
+	}
+	routes, _ := spec["routes"].([]any)
+	for i := range before.Routes {
+		if i >= len(routes) {
+			break
+		}
+		r, ok := routes[i].(map[string]any)
+		if !ok {
+			r = map[string]any{}
+			routes[i] = r
+		}
+		b, a := &before.Routes[i], &after.Routes[i]
+		if b.Host != a.Host {
+			r["host"] = a.Host
+		}
+		if b.Path != a.Path {
+			r["path"] = a.Path
+		}
+		if b.PathType != a.PathType {
+			r["pathType"] = string(a.PathType)
+		}
+	}
+	tls, _ := spec["tls"].([]any)
+	for i := range before.TLS {
+		if i >= len(tls) {
+			break
+		}
+		t, _ := tls[i].(map[string]any)
+		hosts, _ := t["hosts"].([]any)
+		for j := range before.TLS[i].Hosts {
+			if j < len(hosts) && before.TLS[i].Hosts[j] != after.TLS[i].Hosts[j] {
+				hosts[j] = after.TLS[i].Hosts[j]
+			}
+		}
+	}
+}
+
+// problemsOf turns field errors into problems; rule names errors without an
+// Origin.
+func problemsOf(errs field.ErrorList, rule string) []Problem {
+	out := make([]Problem, 0, len(errs))
+	for _, e := range errs {
+		r := e.Origin
+		if r == "" {
+			r = rule
+		}
+		out = append(out, Problem{Field: e.Field, Rule: r, Message: e.ErrorBody()})
+	}
+	return out
+}

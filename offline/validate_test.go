@@ -1,0 +1,132 @@
+package offline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/apigateway-operator/webhooks"
+)
+
+var testDefaults = webhooks.Defaults{Image: webhooks.DefaultImage, Replicas: webhooks.DefaultReplicas}
+
+func check(t *testing.T, yamlText string, opts Options) Report {
+	t.Helper()
+	c, err := NewChecker()
+	require.NoError(t, err)
+	docs, err := Parse("in.yaml", []byte(yamlText))
+	require.NoError(t, err)
+	if opts.Defaults == (webhooks.Defaults{}) {
+		opts.Defaults = testDefaults
+	}
+	return c.Validate(t.Context(), docs, opts)
+}
+
+const gwHead = "apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw, namespace: default}\n"
+const alphaHead = "apiVersion: example.com/v1alpha1\nkind: APIGateway\nmetadata: {name: gw, namespace: default}\n"
+
+// TestValidate holds each stage of the pipeline to the verdict and field
+// path the API server gives (the parity test holds them to the server).
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name, in          string
+		opts              Options
+		field, rule, text string // of the first error; empty field and rule: valid
+	}{
+		{name: "valid v1", in: gwHead + "spec:\n  image: nginx:1.27\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n"},
+		{name: "valid v1alpha1", in: alphaHead + "spec:\n  image: nginx:1.27\n  routes:\n  - {host: a.example.com, prefix: /x, serviceName: s, servicePort: 80}\n"},
+		{name: "unknown field", in: gwHead + "spec:\n  imag: nginx\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n",
+			field: "spec.imag", rule: RuleStrictFields, text: `unknown field "spec.imag"`},
+		{name: "schema: port range", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 0}}\n",
+			field: "spec.routes[0].backendService.port", rule: RuleSchema},
+		{name: "CEL: v1alpha1 prefix", in: alphaHead + "spec:\n  routes:\n  - {host: a.example.com, prefix: orders, serviceName: s, servicePort: 80}\n",
+			field: "spec.routes[0].prefix", rule: RuleCEL, text: "must start with '/'"},
+		{name: "CEL at the root: name", in: strings.Replace(gwHead, "name: gw", "name: a.b", 1) + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n",
+			field: "<nil>", text: "DNS-1035 label"},
+		{name: "webhook: TLS host", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n  tls:\n  - {hosts: [b.example.com], secretName: s}\n",
+			field: "spec.tls[0].hosts[0]", text: "must be the host of one of the gateway's routes"},
+		{name: "conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
+			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
+			field: "spec.routes[0]", rule: webhooks.RuleConflict, text: "already served by APIGateway default/gw"},
+		{name: "unserved version", in: "apiVersion: example.com/v2\nkind: APIGateway\nmetadata: {name: gw}\n", rule: RuleVersion, text: "no matches"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, tc.in, tc.opts)
+			var first *Problem
+			for _, o := range r.Objects {
+				if len(o.Errors) > 0 {
+					first = &o.Errors[0]
+					break
+				}
+			}
+			if tc.field == "" && tc.rule == "" {
+				assert.True(t, r.Valid(), "%+v", r.Objects)
+				return
+			}
+			require.NotNil(t, first, "an error is expected: %+v", r.Objects)
+			assert.False(t, r.Valid())
+			assert.Equal(t, tc.field, first.Field)
+			if tc.rule != "" {
+				assert.Equal(t, tc.rule, first.Rule)
+			}
+			assert.Contains(t, first.Message, tc.text)
+		})
+	}
+}
+
+// TestValidateDefaults: the defaults the mutating webhook fills in, the
+// namespace's image included, reach the admitted gateway and its warnings.
+func TestValidateDefaults(t *testing.T) {
+	in := "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, annotations: {example.com/default-gateway-image: 'corp/nginx:2'}}\n---\n" +
+		"apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw, namespace: team}\nspec:\n  routes:\n  - {host: A.example.com, backendService: {name: s, port: 80}}\n"
+	r := check(t, in, Options{})
+	require.True(t, r.Valid(), "%+v", r.Objects)
+	require.Len(t, r.Objects, 2)
+	assert.NotEmpty(t, r.Objects[0].Note)
+	gw := r.Objects[1].Gateway
+	require.NotNil(t, gw)
+	assert.Equal(t, "corp/nginx:2", gw.Spec.Image)
+	assert.Equal(t, int32(1), *gw.Spec.Replicas)
+	assert.Equal(t, "a.example.com", gw.Spec.Routes[0].Host)
+	assert.Equal(t, "/", gw.Spec.Routes[0].Path)
+	assert.Contains(t, strings.Join(r.Objects[1].Warnings, "\n"), "spec.replicas: 1")
+}
+
+// TestSamplesOffline: the samples' documented errors come out of the
+// offline pipeline with no cluster.
+func TestSamplesOffline(t *testing.T) {
+	c, err := NewChecker()
+	require.NoError(t, err)
+	root := filepath.Join("..", "manifests", "samples")
+	valid, err := Read([]string{root + "/apigateway_v1.yaml", root + "/apigateway_v1alpha1.yaml"}, nil)
+	require.NoError(t, err)
+	r := c.Validate(t.Context(), valid, Options{Defaults: testDefaults})
+	require.True(t, r.Valid(), "%+v", r.Objects)
+	invalid, err := filepath.Glob(filepath.Join(root, "invalid", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, invalid)
+	for _, f := range invalid {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			docs, err := Read([]string{f}, nil)
+			require.NoError(t, err)
+			r := c.Validate(t.Context(), append(append([]Document{}, valid...), docs...), Options{Defaults: testDefaults})
+			o := r.Objects[len(r.Objects)-1]
+			require.False(t, o.Valid)
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			for _, line := range strings.Split(string(data), "\n") {
+				if want, ok := strings.CutPrefix(line, "# error: "); ok {
+					got := make([]string, len(o.Errors))
+					for i, e := range o.Errors {
+						got[i] = e.Field + ": " + e.Message
+					}
+					assert.Contains(t, strings.Join(got, "\n"), strings.TrimSpace(want))
+				}
+			}
+		})
+	}
+}
