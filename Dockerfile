@@ -21,8 +21,10 @@ COPY controller/ controller/
 COPY conversion/ conversion/
 COPY inflight/ inflight/
 COPY manifests/crd/ manifests/crd/
+COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
+COPY routeindex/ routeindex/
 COPY routepath/ routepath/
 COPY webhooks/ webhooks/
 

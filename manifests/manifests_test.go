@@ -88,6 +88,35 @@ func TestCertManagerOverlayServerDryRun(t *testing.T) {
 	)...)
 }
 
+// TestFailurePolicies checks what each install does while no replica
+// answers: the default fails open for validation (the API server's schema
+// and defaults policy still apply), the fail-closed overlay refuses every
+// write, and the mutating webhook is skipped either way.
+func TestFailurePolicies(t *testing.T) {
+	for overlay, want := range map[string]string{"default": "Ignore", "fail-closed": "Fail"} {
+		t.Run(overlay, func(t *testing.T) {
+			for _, o := range kustomize(t, overlay) {
+				if o.GetKind() != "ValidatingWebhookConfiguration" && o.GetKind() != "MutatingWebhookConfiguration" {
+					continue
+				}
+				hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+				require.NoError(t, err)
+				require.Len(t, hooks, 1)
+				policy, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "failurePolicy")
+				if o.GetKind() == "MutatingWebhookConfiguration" {
+					assert.Equal(t, "Ignore", policy, "%s: the mutating webhook", overlay)
+				} else {
+					assert.Equal(t, want, policy, "%s: the validating webhook", overlay)
+				}
+			}
+		})
+	}
+	applyOperatorNamespace(t)
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("fail-closed"))
+	require.NoError(t, res.Err)
+	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects), selfSignedSecret)...)
+}
+
 // selfSignedSecret is the empty Secret the self-signed mode fills: the
 // operator may not create Secrets (see TestRBACNamesWhatItWrites).
 const selfSignedSecret = "secret/apigateway-operator-webhook-cert"
@@ -108,6 +137,9 @@ var defaultObjects = []string{
 	"networkpolicy.networking.k8s.io/apigateway-operator",
 	"mutatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-mutating-webhook-configuration",
 	"validatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-validating-webhook-configuration",
+	"mutatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-defaults",
+	"mutatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-defaults",
+	"configmap/apigateway-operator-defaults",
 }
 
 // assertDryRunOf checks that kubectl's dry run went through the API server

@@ -35,20 +35,28 @@ const (
 )
 
 // APIGatewaySpec is the desired state of an APIGateway.
+//
+// The TLS rules need the routes beside them, so they sit here and the API
+// server reports them at spec.tls (the webhook, when it answers, names the
+// entry and host; see validation.RuleTLSHosts).
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.all(t, t.hosts.all(h, h in self.routes.map(r, r.host)))",fieldPath=".tls",message="every TLS host must be the host of one of the gateway's routes"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || size(self.tls.map(t, t.hosts).flatten()) == size(self.tls.map(t, t.hosts).flatten().distinct())",fieldPath=".tls",message="a host may be listed once, in one TLS entry: a host can have only one certificate"
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods, an nginx build that
 	// runs as a non-root user. When empty, the admission webhook fills in the
 	// namespace's example.com/default-gateway-image annotation or, without
 	// one, the operator's configured default.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Z}\\p{Cc}]')",message="must not contain whitespace or control characters"
+	// +required
 	Image string `json:"image,omitempty"`
 
 	// replicas is the number of gateway pods, from 0 to 100. When unset, the
 	// admission webhook fills in the operator's configured default (1).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +optional
+	// +required
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// routes maps requests, by host and path, to backend Services in the
@@ -164,6 +172,7 @@ type GatewayTLS struct {
 	// gateway's namespace, that holds the certificate and key.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of a Secret: a lower-case DNS subdomain such as api-example-com-tls"
 	// +required
 	SecretName string `json:"secretName"`
 }

@@ -129,6 +129,32 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    routes(route("api.example.com", "/a/../admin", "Prefix", "svc", 80)),
 			wantErr: []string{"spec.routes[0].path: Invalid value", "must not contain empty, '.' or '..' segments"},
 		},
+		// What the defaults fill in is required: with neither the policy nor
+		// the webhook there, the API server says what is missing.
+		"no image and no replicas": {
+			spec:    "image: \"\"\nreplicas: null\n" + oneRoute,
+			wantErr: []string{`spec.image: Invalid value: "": spec.image in body should be at least 1 chars long`, "spec.replicas: Required value"},
+		},
+		"image with a space": {
+			spec:    "image: \"nginx:1.27 --evil\"\n" + oneRoute,
+			wantErr: []string{`spec.image: Invalid value: "nginx:1.27 --evil": must not contain whitespace or control characters`},
+		},
+		"image with a no-break space": {
+			spec:    "image: \"nginx:1.27\u00a0\"\n" + oneRoute,
+			wantErr: []string{`spec.image: Invalid value: "nginx:1.27\u00a0": must not contain whitespace or control characters`},
+		},
+		"a TLS host no route serves": {
+			spec:    oneRoute + "tls:\n- {hosts: [api.example.com, www.example.com], secretName: api-tls}\n",
+			wantErr: []string{"spec.tls: Invalid value: every TLS host must be the host of one of the gateway's routes"},
+		},
+		"a TLS host listed twice": {
+			spec:    oneRoute + "tls:\n- {hosts: [api.example.com], secretName: a-tls}\n- {hosts: [api.example.com], secretName: b-tls}\n",
+			wantErr: []string{"spec.tls: Invalid value: a host may be listed once, in one TLS entry"},
+		},
+		"a TLS secretName that is no name": {
+			spec:    oneRoute + "tls:\n- {hosts: [api.example.com], secretName: Not_A_Secret}\n",
+			wantErr: []string{`spec.tls[0].secretName: Invalid value: "Not_A_Secret": must be the name of a Secret`},
+		},
 		"backend name not a DNS-1035 label": {
 			spec:    routes(route("api.example.com", "/", "Prefix", "1svc", 80)),
 			wantErr: []string{"spec.routes[0].backendService.name: Invalid value", "must be a DNS-1035 label"},
@@ -136,7 +162,7 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: invalid\n  namespace: default\nspec:\n" + indent(tc.spec)
+			manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: invalid\n  namespace: default\nspec:\n" + indent(complete(tc.spec))
 			res := env.Kubectl(t.Context(), strings.NewReader(manifest), "apply", "-f", "-")
 			require.Error(t, res.Err, "kubectl apply must fail; it printed %q", res.Stdout)
 			assert.Contains(t, res.Stderr, `The APIGateway "invalid" is invalid`)
@@ -153,7 +179,7 @@ func TestSchemaRejects(t *testing.T) {
 func TestServerSideApplyMergesRoutesByKey(t *testing.T) {
 	ctx := t.Context()
 	ssa := func(manager, spec string) testenv.Result {
-		manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: ssa\n  namespace: default\nspec:\n" + indent(spec)
+		manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: ssa\n  namespace: default\nspec:\n" + indent(complete(spec))
 		return env.Kubectl(ctx, strings.NewReader(manifest), "apply", "--server-side", "--field-manager="+manager, "-f", "-")
 	}
 	get := func() v1.APIGateway {
@@ -239,9 +265,21 @@ const oneRoute = "routes:\n- host: api.example.com\n  backendService: {name: svc
 
 func apply(t *testing.T, ctx context.Context, name, spec string) {
 	t.Helper()
-	manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" + indent(spec)
+	manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" + indent(complete(spec))
 	res := env.Kubectl(ctx, strings.NewReader(manifest), "apply", "-f", "-")
 	require.NoError(t, res.Err)
+}
+
+// complete adds to spec the image and replicas it leaves out: no policy
+// or webhook defaults them here, and the schema requires both.
+func complete(spec string) string {
+	if !strings.Contains(spec, "image:") {
+		spec = "image: nginx:1.27\n" + spec
+	}
+	if !strings.Contains(spec, "replicas:") {
+		spec = "replicas: 2\n" + spec
+	}
+	return spec
 }
 
 func route(host, path, pathType, svc string, port int) string {
@@ -300,7 +338,8 @@ func TestV1alpha1SchemaRejects(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			manifest := "apiVersion: example.com/v1alpha1\nkind: APIGateway\nmetadata: {name: invalid, namespace: default}\nspec:\n  routes:\n  - " + tc.route + "\n"
+			manifest := "apiVersion: example.com/v1alpha1\nkind: APIGateway\nmetadata: {name: invalid, namespace: default}\nspec:\n" +
+				"  image: nginx:1.27\n  replicas: 2\n  routes:\n  - " + tc.route + "\n"
 			res := env.Kubectl(t.Context(), strings.NewReader(manifest), "apply", "-f", "-")
 			require.Error(t, res.Err, "kubectl apply must fail; it printed %q", res.Stdout)
 			assert.Contains(t, res.Stderr, tc.wantErr)

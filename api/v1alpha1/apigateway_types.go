@@ -8,15 +8,17 @@ import (
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods. When empty, the
 	// admission webhook fills in a default.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Z}\\p{Cc}]')",message="must not contain whitespace or control characters"
+	// +required
 	Image string `json:"image,omitempty"`
 
 	// replicas is the number of gateway pods, from 0 to 100. When unset, the
 	// admission webhook fills in a default.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +optional
+	// +required
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Why routes stay an atomic list, not a map keyed by host and prefix as

@@ -88,6 +88,12 @@ func run(o *options) error {
 	if err := webhooks.SetupWithManager(mgr, o.webhooks); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
+	if o.policyParamsKey.Name != "" {
+		if err := mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
+			ConfigMap: o.policyParamsKey, Defaults: o.webhooks.Defaults()}); err != nil {
+			return err
+		}
+	}
 	if err := controller.SetupWithManager(mgr, o.controller); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

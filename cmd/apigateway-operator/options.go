@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -19,6 +20,7 @@ import (
 
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -43,6 +45,8 @@ type options struct {
 
 	defaultReplicas int
 	clusterDomain   string
+	policyParams    string
+	policyParamsKey types.NamespacedName // from policyParams; zero when empty
 	webhooks        webhooks.Options
 	certs           certs.Options
 	controller      controller.Options
@@ -69,6 +73,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
+	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
@@ -98,6 +103,13 @@ func (o *options) complete() error {
 			return fmt.Errorf("--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got %q", o.webhookMaxInflight)
 		}
 		o.webhooks.MaxInflightBytes = q.Value()
+	}
+	if o.policyParams != "" {
+		ns, name, ok := strings.Cut(o.policyParams, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("--policy-params: want namespace/name of a ConfigMap, got %q", o.policyParams)
+		}
+		o.policyParamsKey = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
