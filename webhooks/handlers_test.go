@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/routeindex"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -188,18 +189,18 @@ func mutatingWebhook(reader client.Reader) *admission.Webhook {
 	return (&admission.Webhook{Handler: mutatingHandler{&Defaulter{Namespaces: reader, Defaults: testDefaults}}}).WithRecoverPanic(false)
 }
 
-func validatingWebhook(gateways GatewayFinder) *admission.Webhook {
+func validatingWebhook(gateways routeindex.Finder) *admission.Webhook {
 	return (&admission.Webhook{Handler: validatingHandler{&Validator{Gateways: gateways}}}).WithRecoverPanic(false)
 }
 
-// testFinder is the production GatewayFinder over an indexer holding gws.
-func testFinder(t testing.TB, gws ...*v1.APIGateway) GatewayFinder {
+// testFinder is the production routeindex.Finder over an indexer holding gws.
+func testFinder(t testing.TB, gws ...*v1.APIGateway) routeindex.Finder {
 	t.Helper()
-	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{RouteIndex: indexRouteKeys})
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{routeindex.Name: routeindex.IndexFunc})
 	for _, gw := range gws {
 		require.NoError(t, indexer.Add(gw))
 	}
-	return indexFinder{indexer}
+	return routeindex.NewFinder(indexer)
 }
 
 // failingFinder is a cache that cannot answer.
@@ -244,7 +245,7 @@ func TestValidatorHandler(t *testing.T) {
 
 	tests := map[string]struct {
 		old, gw  func(*v1.APIGateway)
-		finder   GatewayFinder
+		finder   routeindex.Finder
 		ports    stubPorts
 		wantErr  string
 		wantWarn []string

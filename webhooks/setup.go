@@ -12,6 +12,7 @@ import (
 	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/conversion"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/routeindex"
 )
 
 // Options configures the webhooks.
@@ -29,9 +30,10 @@ type Options struct {
 	MaxInflightBytes int64
 }
 
-// SetupWithManager registers the field index, the defaulting, validating and
-// conversion webhooks on mgr's webhook server (see handlers.go for why they
-// are registered as handlers rather than through the webhook builder).
+// SetupWithManager registers the route index (package routeindex), and the
+// defaulting, validating and conversion webhooks on mgr's webhook server
+// (see handlers.go for why they are registered as handlers rather than
+// through the webhook builder).
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.DefaultImage == "" {
 		opts.DefaultImage = DefaultImage
@@ -44,7 +46,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 
 	ctx := context.Background()
-	gateways, err := IndexGateways(ctx, mgr.GetCache())
+	gateways, err := routeindex.Index(ctx, mgr.GetCache())
 	if err != nil {
 		return err
 	}

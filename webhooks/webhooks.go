@@ -15,6 +15,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/routeindex"
 )
 
 // The mutating webhook fails open (failurePolicy=ignore): when it cannot be
@@ -99,8 +100,8 @@ func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[
 // the same routes and the backend Services' ports, and calls Validate.
 type Validator struct {
 	// Gateways finds the APIGateways that serve a route: the cache's
-	// RouteIndex (IndexGateways).
-	Gateways GatewayFinder
+	// route index (routeindex.Index).
+	Gateways routeindex.Finder
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/routeindex"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -37,7 +38,7 @@ func benchB4(ctx context.Context, h *harness) ([]row, error) {
 	if err := h.waitCached(ctx, "small", smallCount); err != nil {
 		return nil, err
 	}
-	gateways, err := webhooks.IndexGateways(ctx, h.mgr.GetCache())
+	gateways, err := routeindex.Index(ctx, h.mgr.GetCache())
 	if err != nil {
 		return nil, err
 	}
