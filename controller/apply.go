@@ -27,6 +27,7 @@ const (
 	unchanged action = ""
 	created   action = "Created"
 	updated   action = "Updated"
+	deleted   action = "Deleted"
 )
 
 // child is one child kind's plumbing for applyChild.
@@ -93,6 +94,33 @@ func applyChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	// gw's own child out of the cache: its labels were removed, or the
 	// cache lags. Applying puts the labels back.
 	return apply(ctx, c.cached, k, k.stub(key), desired)
+}
+
+// deleteChild deletes the child of k's kind named key when gw controls it:
+// a child the gateway no longer has (see Children). As in applyChild, a
+// cache miss is checked with a live metadata read; an object of that name
+// that gw does not control is not gw's to delete, and nothing gw needs.
+// The delete is conditional on the UID read, so an object created in its
+// place meanwhile is left alone.
+func deleteChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, gw *v1.APIGateway, k child[O, A], key client.ObjectKey) (action, error) {
+	var obj client.Object = k.newObj()
+	err := c.cached.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		obj, err = liveMetadata(ctx, c, k, key)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return unchanged, nil
+	case err != nil:
+		return unchanged, fmt.Errorf("reading %s %s: %w", k.kind, key.Name, err)
+	case checkControlled(obj, gw) != nil:
+		return unchanged, nil
+	}
+	uid := obj.GetUID()
+	if err := c.cached.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return unchanged, fmt.Errorf("deleting %s %s: %w", k.kind, key.Name, err)
+	}
+	return deleted, nil
 }
 
 // liveMetadata reads the metadata of the object named key from the API

@@ -26,7 +26,9 @@ type Desired struct {
 	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
-	Ingress    *networkingv1ac.IngressApplyConfiguration
+	// Ingress is nil for a gateway without routes: the reconciler then
+	// deletes the gateway's Ingress.
+	Ingress *networkingv1ac.IngressApplyConfiguration
 }
 
 // Children builds gw's children exactly as the reconciler applies them;
@@ -38,8 +40,18 @@ type Desired struct {
 // opts.Resolvers). ConfigMap and Deployment are then nil, since there is
 // no configuration to serve, while Service and Ingress, which do not
 // depend on it, are still built: the reconciler applies them regardless.
+//
+// A gateway without routes has no Ingress: the API server refuses one
+// with neither rules nor a default backend, and a default backend would
+// take every request of the ingress class. The API requires a route, so
+// only the reconciler builds such a gateway, when other gateways win
+// every route of this one (servedGateway); its pods and Service stay, to
+// take the routes back when those gateways let them go.
 func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
-	d := Desired{Service: desiredService(gw), Ingress: desiredIngress(gw)}
+	d := Desired{Service: desiredService(gw)}
+	if len(gw.Spec.Routes) > 0 {
+		d.Ingress = desiredIngress(gw)
+	}
 	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain})
 	if err != nil {
 		return d, err
@@ -63,5 +75,9 @@ func (d Desired) Objects() []runtime.ApplyConfiguration {
 	if d.Deployment != nil {
 		out = append(out, d.Deployment)
 	}
-	return append(out, d.Service, d.Ingress)
+	out = append(out, d.Service)
+	if d.Ingress != nil {
+		out = append(out, d.Ingress)
+	}
+	return out
 }

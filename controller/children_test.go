@@ -42,7 +42,7 @@ func TestReconcilerWritesChildren(t *testing.T) {
 		for optName, opts := range options {
 			t.Run(gwName+"/"+optName, func(t *testing.T) {
 				c, written := recordingClient(t, gw)
-				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts}
+				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts, gateways: heldBy{}}
 				_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 
 				stored := &v1.APIGateway{}
@@ -124,4 +124,14 @@ func TestChildrenObjects(t *testing.T) {
 
 	_, err = Children(gw, ChildOptions{DefaultImage: testImage, Resolvers: []string{"dns.example.com"}})
 	assert.Error(t, err, "a resolver that is no IP address")
+
+	// Other gateways won every route: the pods keep running, with no
+	// route, and no Ingress is built (the API server refuses one without
+	// rules).
+	none := gw.DeepCopy()
+	none.Spec.Routes, none.Spec.TLS = nil, nil
+	d, err = Children(none, ChildOptions{DefaultImage: testImage})
+	require.NoError(t, err)
+	assert.Nil(t, d.Ingress)
+	assert.Equal(t, []runtime.ApplyConfiguration{d.ConfigMap, d.Deployment, d.Service}, d.Objects())
 }

@@ -10,7 +10,7 @@ import (
 // one of the four child kinds; no label carries a gateway's name.
 var childrenApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "apigateway_children_applied_total",
-	Help: "Children of APIGateways applied, by kind (ConfigMap, Deployment, Service, Ingress) and result (created, updated, unchanged, name_taken, error).",
+	Help: "Children of APIGateways applied, by kind (ConfigMap, Deployment, Service, Ingress) and result (created, updated, deleted, unchanged, name_taken, error).",
 }, []string{"kind", "result"})
 
 func init() {
@@ -36,6 +36,8 @@ func appliedResult(act action, err error) string {
 		return "created"
 	case act == updated:
 		return "updated"
+	case act == deleted:
+		return "deleted"
 	}
 	return "unchanged"
 }

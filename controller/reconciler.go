@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/routeindex"
 )
 
 // ControllerName names the controller (metrics, logs) and the events'
@@ -66,6 +68,9 @@ type Reconciler struct {
 	clients  clients
 	recorder recorder.EventRecorder
 	opts     Options
+	// gateways finds the APIGateways, of any namespace, that have a
+	// route; the manager cache's route index.
+	gateways routeindex.Finder
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -73,7 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=example.com,resources=apigateways/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler with mgr. The manager's cache
@@ -97,10 +102,15 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
 		return err
 	}
+	gateways, err := routeindex.Index(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
 		clients:  clients{cached: mgr.GetClient(), live: mgr.GetAPIReader()},
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,
+		gateways: gateways,
 	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -112,6 +122,8 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Named(ControllerName).
 		// Status-only writes (ours included) do not bump the generation.
 		For(&v1.APIGateway{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The gateways that compete with one for a route.
+		Watches(&v1.APIGateway{}, competitorHandler{gateways}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -137,9 +149,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if gw == nil {
 		return ctrl.Result{}, err
 	}
-	dep, failures := r.applyChildren(ctx, gw)
-	statusErr := r.updateStatus(ctx, gw, dep, failures)
+	held, err := holders(ctx, r.gateways, gw)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	kept, lost := resolveConflicts(gw, held)
+	dep, failures := r.applyChildren(ctx, gw, servedGateway(gw, kept))
+	r.noteConflicts(gw, lost)
+	statusErr := r.updateStatus(ctx, gw, dep, failures, lost)
 	return reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
+}
+
+// noteConflicts records a Warning event when gw starts losing routes to
+// other gateways: once, as the Accepted condition turns False, not on
+// every reconcile (an idle gateway writes nothing). The condition keeps
+// the current list.
+func (r *Reconciler) noteConflicts(gw *v1.APIGateway, lost []routeConflict) {
+	if len(lost) == 0 || meta.IsStatusConditionFalse(gw.Status.Conditions, v1.ConditionAccepted) {
+		return
+	}
+	r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, v1.ReasonRouteConflict, "Resolve", "%s", conflictsMessage(lost))
 }
 
 // fetch reads the gateway named key; nil means there is nothing to do.
@@ -205,9 +234,11 @@ func joinRetryable(errs ...error) error {
 	return errors.Join(terminal...)
 }
 
-// applyChildren applies the four children, recording what changed or failed.
-// It returns the Deployment as the API server has it (nil if missing).
-func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*appsv1.Deployment, []failure) {
+// applyChildren applies the four children, built from served (gw with
+// only the routes it wins, see servedGateway), recording what changed or
+// failed. It returns the Deployment as the API server has it (nil if
+// missing).
+func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, []failure) {
 	var (
 		failures []failure
 		made     []string
@@ -234,7 +265,15 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw *v1.APIGateway) (*app
 			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
 		}
 	}
-	want, renderErr := Children(gw, r.opts.children())
+	want, renderErr := Children(served, r.opts.children())
+	if renderErr != nil && served != gw {
+		// The renderer names a route by its index in the list it is
+		// given; refusing the whole spec, it names them as the user wrote
+		// them. It refuses the whole spec too: served's routes are in it.
+		if _, err := Children(gw, r.opts.children()); err != nil {
+			renderErr = err
+		}
+	}
 	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, note)
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
@@ -275,7 +314,8 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 // applyServiceAndIngress applies the Service and the Ingress, which sends
 // the gateway's hosts to the Service: while the Service's name is held by
 // someone else, the Ingress is left as it is, or that object would get
-// the gateway's traffic.
+// the gateway's traffic. When the gateway has no Ingress (it serves no
+// route, see Children), its Ingress is deleted instead.
 func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) *failure {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
 	_, act, err := applyChild(ctx, r.clients, gw, serviceChild, key, want.Service)
@@ -283,7 +323,11 @@ func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGatew
 	if isNameTaken(err) {
 		return notApplied("Ingress", gw.Name, "it would send the gateway's hosts to Service "+gw.Name)
 	}
-	_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, want.Ingress)
+	if want.Ingress == nil {
+		act, err = deleteChild(ctx, r.clients, gw, ingressChild, key)
+	} else {
+		_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, want.Ingress)
+	}
 	note("Ingress", ingressChild.stub(key), act, err)
 	return nil
 }
@@ -310,8 +354,8 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 
 // updateStatus writes gw's status through the status subresource, only
 // when it differs from what gw already says.
-func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) error {
-	want := computeStatus(gw, dep, failures, metav1.NewTime(time.Now().Truncate(time.Second)))
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict) error {
+	want := computeStatus(gw, dep, failures, lost, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}

@@ -42,9 +42,10 @@ type failure struct {
 func (f failure) String() string { return fmt.Sprintf("%s %s: %v", f.kind, f.name, f.err) }
 
 // computeStatus is gw's status given its Deployment as the API server has it
-// (nil when it does not exist) and the children that failed. Conditions keep
-// their lastTransitionTime unless their status changes (then it is now).
-func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, now metav1.Time) v1.APIGatewayStatus {
+// (nil when it does not exist), the children that failed and the routes
+// other gateways serve. Conditions keep their lastTransitionTime unless
+// their status changes (then it is now).
+func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, now metav1.Time) v1.APIGatewayStatus {
 	st := v1.APIGatewayStatus{
 		ObservedGeneration: gw.Generation,
 		Selector:           labels.SelectorFromSet(selectorLabels(gw)).String(),
@@ -62,7 +63,22 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 	set(degradedCondition(dep, failures))
 	set(progressingCondition(gw, dep, failures))
 	set(readyCondition(gw, dep, failures))
+	// Last: gateways stored before the condition existed get it appended,
+	// so every gateway lists its conditions in one order.
+	set(acceptedCondition(lost))
 	return st
+}
+
+// acceptedCondition says whether gw serves every route it asks for. It is
+// apart from Ready, Progressing and Degraded: those describe the routes
+// the gateway does serve.
+func acceptedCondition(lost []routeConflict) metav1.Condition {
+	if len(lost) > 0 {
+		return metav1.Condition{Type: v1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v1.ReasonRouteConflict,
+			Message: conflictsMessage(lost)}
+	}
+	return metav1.Condition{Type: v1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1.ReasonAccepted,
+		Message: "every route is served by this gateway"}
 }
 
 func degradedCondition(dep *appsv1.Deployment, failures []failure) metav1.Condition {
