@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,6 +123,14 @@ func createGateway(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
 	t.Helper()
 	gw = gw.DeepCopy()
 	gw.UID, gw.Generation = "", 0
+	// In a cluster the defaults policy or the mutating webhook fills these
+	// in; here neither runs, and the schema requires both.
+	if gw.Spec.Image == "" {
+		gw.Spec.Image = testImage
+	}
+	if gw.Spec.Replicas == nil {
+		gw.Spec.Replicas = ptr.To[int32](1)
+	}
 	require.NoError(t, env.Client.Create(context.Background(), gw))
 	t.Cleanup(func() { deleteGateway(gw) })
 	return gw

@@ -94,23 +94,32 @@ func testInvalid(t *testing.T) {
 	}{
 		"tls host that no route serves": {
 			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [www.invalid.example.com]\n  secretName: tls\n",
-			want: []string{`spec.tls[0].hosts[0]: Invalid value: "www.invalid.example.com": must be the host of one of the gateway's routes; the route hosts are invalid.example.com`},
+			// The schema's rule, checked before the webhook is called.
+			want: []string{`spec.tls: Invalid value: host www.invalid.example.com is not the host of any of the gateway's routes: every TLS host must be one`},
 		},
 		"tls host listed twice": {
 			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [invalid.example.com]\n  secretName: a\n- hosts: [invalid.example.com]\n  secretName: b\n",
-			want: []string{`spec.tls[1].hosts[0]: Duplicate value: "invalid.example.com": already listed in spec.tls[0].hosts[0]`},
+			want: []string{`spec.tls: Invalid value: a host may be listed once, in one TLS entry: a host can have only one certificate`},
 		},
 		"secretName that cannot name a Secret": {
 			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [invalid.example.com]\n  secretName: Api_TLS\n",
 			want: []string{`spec.tls[0].secretName: Invalid value: "Api_TLS": must be the name of a Secret`},
 		},
-		"three problems reported together": {
+		// The schema's errors come together; the webhook is called only
+		// for an object the schema admits, and then reports all of its own.
+		"two schema problems reported together": {
+			spec: "routes:\n- host: invalid.example.com\n" + backend + "tls:\n- hosts: [shop.invalid.example.com]\n  secretName: No_Such_Name\n",
+			want: []string{
+				`spec.tls: Invalid value: host shop.invalid.example.com is not the host of any of the gateway's routes`,
+				`spec.tls[0].secretName: Invalid value: "No_Such_Name"`,
+			},
+		},
+		"two webhook problems reported together": {
 			spec: "routes:\n- host: invalid.example.com\n  path: /users\n" + backend + "- host: invalid.example.com\n  path: /users/\n" + backend +
-				"tls:\n- hosts: [shop.invalid.example.com]\n  secretName: No_Such_Name\n",
+				"- host: invalid.example.com\n  path: /%6frders\n" + backend + "- host: invalid.example.com\n  path: /orders\n" + backend,
 			want: []string{
 				`spec.routes[1]: Duplicate value: "invalid.example.com/users/ (Prefix)": same host, path and pathType as spec.routes[0] once normalised`,
-				`spec.tls[0].hosts[0]: Invalid value: "shop.invalid.example.com": must be the host of one of the gateway's routes; the route hosts are invalid.example.com`,
-				`spec.tls[0].secretName: Invalid value: "No_Such_Name"`,
+				`spec.routes[3]: Duplicate value: "invalid.example.com/orders (Prefix)": same host, path and pathType as spec.routes[2] once normalised`,
 			},
 		},
 	}

@@ -39,7 +39,7 @@ const (
 // The TLS rules need the routes beside them, so they sit here and the API
 // server reports them at spec.tls (the webhook, when it answers, names the
 // entry and host; see validation.RuleTLSHosts).
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.all(t, t.hosts.all(h, h in self.routes.map(r, r.host)))",fieldPath=".tls",message="every TLS host must be the host of one of the gateway's routes"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.all(t, t.hosts.all(h, h in self.routes.map(r, r.host)))",fieldPath=".tls",message="every TLS host must be the host of one of the gateway's routes",messageExpression="'host ' + self.tls.map(t, t.hosts.filter(h, !(h in self.routes.map(r, r.host)))).flatten()[0] + ' is not the host of any of the gateway\\'s routes: every TLS host must be one'"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || size(self.tls.map(t, t.hosts).flatten()) == size(self.tls.map(t, t.hosts).flatten().distinct())",fieldPath=".tls",message="a host may be listed once, in one TLS entry: a host can have only one certificate"
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods, an nginx build that

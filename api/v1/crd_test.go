@@ -145,7 +145,7 @@ func TestSchemaRejects(t *testing.T) {
 		},
 		"a TLS host no route serves": {
 			spec:    oneRoute + "tls:\n- {hosts: [api.example.com, www.example.com], secretName: api-tls}\n",
-			wantErr: []string{"spec.tls: Invalid value: every TLS host must be the host of one of the gateway's routes"},
+			wantErr: []string{"spec.tls: Invalid value: host www.example.com is not the host of any of the gateway's routes: every TLS host must be one"},
 		},
 		"a TLS host listed twice": {
 			spec:    oneRoute + "tls:\n- {hosts: [api.example.com], secretName: a-tls}\n- {hosts: [api.example.com], secretName: b-tls}\n",

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"example.com/apigateway-operator/test/testenv"
+	"example.com/apigateway-operator/webhooks"
 )
 
 func main() {
@@ -57,6 +58,9 @@ func run(ctx context.Context, c config) error {
 	env, err := testenv.Start(testenv.Options{
 		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
 		ServiceClusterIPRange: "10.0.0.0/16",
+		// As the manifests install it: the API server fills in defaults
+		// itself, with or without the webhooks (B1d).
+		DefaultsPolicy: webhooks.PolicyParamsData(webhooks.Defaults{Image: image, Replicas: 1}),
 	})
 	if err != nil {
 		return err

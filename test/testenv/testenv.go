@@ -56,6 +56,11 @@ type Options struct {
 	// flags, each replacing the launcher's value (e.g.
 	// "admission-control-config-file").
 	APIServer func(dir string) (flags map[string]string, err error)
+	// DefaultsPolicy, when not nil, installs the defaults
+	// MutatingAdmissionPolicy of manifests/policy, as the manifests do,
+	// with this data in its parameter ConfigMap (keys policy.ParamImage
+	// and policy.ParamReplicas), and waits until the API server applies it.
+	DefaultsPolicy map[string]string
 	// StopTimeout, when set, replaces KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:
 	// how long a component may take to stop, at Stop and RestartAPIServer,
 	// before it is killed.
@@ -81,8 +86,10 @@ type Env struct {
 
 	cp       *controlplane.ControlPlane
 	webhooks envtest.WebhookInstallOptions
-	kubectl  string
-	dir      string
+	// defaultsPolicy is Options.DefaultsPolicy.
+	defaultsPolicy map[string]string
+	kubectl        string
+	dir            string
 }
 
 // Main starts the environment, stores it in *env, runs the tests and exits.
@@ -139,7 +146,8 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Scheme: NewScheme(), Root: root, kubectl: filepath.Join(assets, "kubectl"), webhooks: opts.Webhooks}
+	e := &Env{Scheme: NewScheme(), Root: root, kubectl: filepath.Join(assets, "kubectl"), webhooks: opts.Webhooks,
+		defaultsPolicy: opts.DefaultsPolicy}
 	if e.dir, err = os.MkdirTemp("", "testenv-"); err != nil {
 		return nil, err
 	}
@@ -215,6 +223,9 @@ func (e *Env) install() error {
 	}
 	if err := w.Install(e.Config); err != nil {
 		return fmt.Errorf("installing the webhook configurations: %w", err)
+	}
+	if e.defaultsPolicy != nil {
+		return e.installDefaultsPolicy(context.Background(), e.defaultsPolicy)
 	}
 	return nil
 }
