@@ -13,7 +13,7 @@
 // annotation from a metadata-only cache, the gateways of any namespace that
 // already serve a route (validation.RouteKey: ingress class, host, pathType
 // and normalised path) from an index on the cluster-wide APIGateway
-// informer (RouteIndex), and backend Service ports from a slim Service
+// informer (routeindex.Name), and backend Service ports from a slim Service
 // cache of their own. The
 // HTTP side is controller-runtime's admission.Webhook; the handlers in
 // handlers.go decode each object once and build the defaulting patch

@@ -30,7 +30,7 @@ const (
 type RelatedObjects struct {
 	// Gateways are APIGateways, of any namespace, that serve at least one
 	// of the object's route keys (validation.RouteKey), as found by the
-	// RouteIndex. A gateway with the object's own namespace and name is
+	// routeindex.Name. A gateway with the object's own namespace and name is
 	// ignored, so on update the stored copy of the object never conflicts
 	// with itself.
 	Gateways []v1.APIGateway

@@ -196,7 +196,7 @@ type APIGatewayStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// conditions are Ready, Progressing and Degraded.
+	// conditions are Ready, Progressing, Degraded and Accepted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
