@@ -47,8 +47,10 @@ func TestValidate(t *testing.T) {
 			field: "spec.routes[0].prefix", rule: RuleCEL, text: "must start with '/'"},
 		{name: "CEL at the root: name", in: strings.Replace(gwHead, "name: gw", "name: a.b", 1) + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n",
 			field: "<nil>", text: "DNS-1035 label"},
-		{name: "webhook: TLS host", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n  tls:\n  - {hosts: [b.example.com], secretName: s}\n",
-			field: "spec.tls[0].hosts[0]", text: "must be the host of one of the gateway's routes"},
+		{name: "CEL across fields: TLS host", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n  tls:\n  - {hosts: [b.example.com], secretName: s}\n",
+			field: "spec.tls", rule: RuleCEL, text: "host b.example.com is not the host of any of the gateway's routes"},
+		{name: "webhook: a duplicate once decoded", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /users, backendService: {name: s, port: 80}}\n  - {host: a.example.com, path: /%75sers, backendService: {name: s, port: 80}}\n",
+			field: "spec.routes[1]", text: "same host, path and pathType as spec.routes[0] once normalised"},
 		{name: "conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
 			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
 			field: "spec.routes[0]", rule: webhooks.RuleConflict, text: "already served by APIGateway default/gw"},

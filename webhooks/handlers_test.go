@@ -279,12 +279,13 @@ func TestValidatorHandler(t *testing.T) {
 			gw:  func(gw *v1.APIGateway) { *gw = *legacy.DeepCopy(); gw.Spec.Replicas = ptr.To[int32](3) },
 			old: func(gw *v1.APIGateway) { *gw = *legacy.DeepCopy() },
 		},
-		"invalid object and warnings together": {
+		"invalid object: the image's warning is the policy's": {
 			gw: func(gw *v1.APIGateway) {
 				gw.Name, gw.Spec.Image, gw.Spec.Routes[0].Host = "x", "nginx:latest", "10.0.0.1"
 			},
-			wantErr:  `APIGateway.example.com "x" is invalid: spec.routes[0].host: Invalid value: "10.0.0.1": must be a DNS name, not an IP address`,
-			wantWarn: []string{`spec.image: "nginx:latest" uses the tag "latest"`},
+			wantErr: `APIGateway.example.com "x" is invalid: spec.routes[0].host: Invalid value: "10.0.0.1": must be a DNS name, not an IP address`,
+			// The warnings policy sends the image's warning, not the webhook.
+			wantWarn: nil,
 		},
 		"backend port warning": {
 			ports:    stubPorts{"user-service": {80}},

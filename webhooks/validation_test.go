@@ -176,15 +176,15 @@ func TestWarnings(t *testing.T) {
 		"none": {},
 		"image without a tag": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx" },
-			want:   []string{`spec.image: "nginx" has no tag, which means "latest": pods may run different builds; pin a version (as in nginx:1.27) or a digest`},
+			want:   []string{`spec.image has no tag, which means "latest": pods may run different builds; pin a version (as in nginx:1.27) or a digest`},
 		},
 		"image from a registry with a port, without a tag": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/team/nginx" },
-			want:   []string{`spec.image: "registry:5000/team/nginx" has no tag`},
+			want:   []string{`spec.image has no tag`},
 		},
 		"image tagged latest": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest" },
-			want:   []string{`spec.image: "nginx:latest" uses the tag "latest": pods may run different builds; pin a version or a digest`},
+			want:   []string{`spec.image uses the tag "latest": pods may run different builds; pin a version or a digest`},
 		},
 		"image from a registry with a port, pinned": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/nginx:1.27" },
@@ -212,14 +212,14 @@ func TestWarnings(t *testing.T) {
 			ports:  map[string][]int32{"user-service": {80}},
 			want:   []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080"},
 		},
-		"long image is cut short": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = strings.Repeat("a", 500) + ":latest" },
-			want:   []string{`spec.image: "` + strings.Repeat("a", 100) + `"... uses the tag "latest"`},
+		"a tag after the last slash only": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/team/nginx:latest" },
+			want:   []string{`spec.image uses the tag "latest"`},
 		},
 		"all at once": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image, gw.Spec.Replicas = "nginx:latest", ptr.To[int32](1) },
 			ports:  map[string][]int32{"product-service": {80}},
-			want:   []string{"spec.image:", "spec.replicas:", "spec.routes[1].backendService:"},
+			want:   []string{"spec.image ", "spec.replicas:", "spec.routes[1].backendService:"},
 		},
 	}
 	for name, tc := range tests {

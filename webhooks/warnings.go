@@ -15,23 +15,41 @@ import (
 // prints warnings on one line each, and the API server truncates long ones.
 const maxQuoted = 100
 
-// warnings returns what is allowed but probably a mistake: an unpinned
-// image, a single replica, and a backend port its Service does not have.
+// warnings returns what is allowed but probably a mistake: SpecWarnings,
+// and a backend port its Service does not have.
 func warnings(gw *v1.APIGateway, related RelatedObjects) admission.Warnings {
+	return append(SpecWarnings(gw), portWarnings(gw.Spec.Routes, related.ServicePorts)...)
+}
+
+// The warnings about the gateway alone. manifests/policy/warnings.yaml
+// sends the same ones from the API server (its messages are these).
+const (
+	warnUntagged = `spec.image has no tag, which means "latest": pods may run different builds; ` +
+		"pin a version (as in nginx:1.27) or a digest"
+	warnLatest     = `spec.image uses the tag "latest": pods may run different builds; pin a version or a digest`
+	warnOneReplica = "spec.replicas: 1 runs a single gateway pod with no redundancy: a node drain or a pod restart " +
+		"interrupts traffic; set 2 or more for production"
+)
+
+// SpecWarnings are the warnings about the gateway alone: an image that is
+// not pinned and a single replica. The API server sends them through the
+// warnings policy, so the validating webhook leaves them out; the offline
+// validate command reports them from here.
+func SpecWarnings(gw *v1.APIGateway) admission.Warnings {
 	var w admission.Warnings
 	if msg := imageWarning(gw.Spec.Image); msg != "" {
 		w = append(w, msg)
 	}
 	if r := gw.Spec.Replicas; r != nil && *r == 1 {
-		w = append(w, "spec.replicas: 1 runs a single gateway pod with no redundancy: a node drain or a pod restart "+
-			"interrupts traffic; set 2 or more for production")
+		w = append(w, warnOneReplica)
 	}
-	return append(w, portWarnings(gw.Spec.Routes, related.ServicePorts)...)
+	return w
 }
 
 // imageWarning warns about an image that is not pinned: without a tag or
 // with "latest", pods started at different times may run different builds.
-// A digest pins the image whatever the tag says.
+// A digest pins the image whatever the tag says. The message does not
+// repeat the image: the policy's copy of it could not quote it the same way.
 func imageWarning(image string) string {
 	if image == "" || strings.Contains(image, "@") {
 		return ""
@@ -40,11 +58,9 @@ func imageWarning(image string) string {
 	_, tag, tagged := strings.Cut(name, ":")
 	switch {
 	case !tagged:
-		return fmt.Sprintf("spec.image: %s has no tag, which means \"latest\": pods may run different builds; "+
-			"pin a version (as in nginx:1.27) or a digest", warningQuoted(image))
+		return warnUntagged
 	case tag == "latest":
-		return fmt.Sprintf("spec.image: %s uses the tag \"latest\": pods may run different builds; "+
-			"pin a version or a digest", warningQuoted(image))
+		return warnLatest
 	}
 	return ""
 }

@@ -145,6 +145,9 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
 	}
 	errs, warnings := Validate(old, gw, related)
+	// The API server's warnings policy sends these, operator up or down.
+	spec := SpecWarnings(gw)
+	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
 	if len(errs) > 0 {
 		return warnings, newInvalid(gw.Name, errs)
 	}

@@ -1,6 +1,6 @@
 // Package policy embeds the admission policies that keep the API's
-// defaults in the API server (defaults.yaml), so tests and the offline
-// commands use the very YAML the manifests install.
+// defaults (defaults.yaml) and warnings (warnings.yaml) in the API server,
+// so tests use the very YAML the manifests install.
 package policy
 
 import _ "embed"
@@ -9,6 +9,12 @@ import _ "embed"
 //
 //go:embed defaults.yaml
 var Defaults []byte
+
+// Warnings is warnings.yaml: the ValidatingAdmissionPolicy that warns and
+// its binding.
+//
+//go:embed warnings.yaml
+var Warnings []byte
 
 // ParamsName and ParamsNamespace name the ConfigMap the binding reads the
 // operator's default image and replicas from (defaults_params.yaml).

@@ -55,12 +55,14 @@ var children = []string{
 // invalidGateway names a TLS host that no route serves: only the validating
 // webhook knows that rule, so its refusal shows the webhook is reachable at
 // the URL manifests/local gives and trusts the operator's certificate.
+// invalidGateway repeats a route in a form only the validating webhook sees
+// through (percent-decoded): the schema admits it.
 const invalidGateway = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
- "metadata": {"name": "bad-tls", "namespace": "default"},
- "spec": {"routes": [{"host": "api.example.com", "backendService": {"name": "svc", "port": 80}}],
-   "tls": [{"hosts": ["www.example.com"], "secretName": "tls"}]}}`
+ "metadata": {"name": "bad-dup", "namespace": "default"},
+ "spec": {"routes": [{"host": "api.example.com", "path": "/users", "backendService": {"name": "svc", "port": 80}},
+   {"host": "api.example.com", "path": "/%75sers", "backendService": {"name": "svc", "port": 80}}]}}`
 
-// bareGateway sets neither image nor replicas: the mutating webhook fills them.
+// bareGateway sets neither image nor replicas: the defaults policy fills them.
 const bareGateway = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
  "metadata": {"name": "bare", "namespace": "default"},
  "spec": {"routes": [{"host": "bare.example.com", "backendService": {"name": "svc", "port": 80}}]}}`
@@ -192,8 +194,8 @@ func (s *setup) assertDefaulted(t *testing.T, r *run) {
 func (s *setup) assertInvalidRefused(t *testing.T, r *run) {
 	t.Helper()
 	out, err := s.kubectl(t, r, invalidGateway, "apply", "-f", "-")
-	require.Error(t, err, "an APIGateway with a TLS host no route serves was admitted: %s", out)
-	assert.Contains(t, err.Error(), `spec.tls[0].hosts[0]: Invalid value: "www.example.com"`)
+	require.Error(t, err, "an APIGateway repeating a route once decoded was admitted: %s", out)
+	assert.Contains(t, err.Error(), `spec.routes[1]: Duplicate value: "api.example.com/%75sers (Prefix)"`)
 }
 
 // assertReadAsV1alpha1 reads the seed gateway through the conversion webhook.

@@ -96,15 +96,15 @@ func newNamespace(t *testing.T, c client.Client, prefix string) string {
 }
 
 // gateway is a complete gateway (no webhook runs in this suite's API server).
-// Its host is its namespace's: the validating webhook refuses a route that a
-// gateway of any namespace already serves.
+// Its host is its own: of two gateways serving one route, only the older
+// serves it (the reconciler's conflict resolution).
 func gateway(ns, name string) *v1.APIGateway {
 	return &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.APIGatewaySpec{
 			Image:    image,
 			Replicas: ptr.To[int32](1),
-			Routes: []v1.Route{{Host: ns + ".example.com", Path: "/users/", PathType: v1.PathTypePrefix,
+			Routes: []v1.Route{{Host: name + "." + ns + ".example.com", Path: "/users/", PathType: v1.PathTypePrefix,
 				BackendService: v1.BackendService{Name: "users", Port: 8080}}},
 		},
 	}
