@@ -127,6 +127,7 @@ func TestCertManagerModeWithCAInjector(t *testing.T) {
 
 	// Not ready while the Certificate is not Ready, whatever the bundles.
 	require.ErrorContains(t, op.p.ReadyCheck(nil), "has no Ready condition yet")
+	assert.Equal(t, 0.0, scraped(t)["apigateway_cert_manager_certificate_ready"])
 	crt.Status.Conditions = []certmanagerv1.CertificateCondition{{
 		Type: certmanagerv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
 		Reason: "Ready", Message: "Certificate is up to date and has not expired",
@@ -135,6 +136,7 @@ func TestCertManagerModeWithCAInjector(t *testing.T) {
 	require.NoError(t, cm.Status().Update(ctx, crt))
 
 	op.waitReady(t)
+	assert.Equal(t, 1.0, scraped(t)["apigateway_cert_manager_certificate_ready"])
 	// Ready means every bundle the operator's cache shows trusts the
 	// served chain; a cache that still shows the CRD without webhook
 	// conversion (as the test before left it) has no CRD bundle to check

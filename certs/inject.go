@@ -138,23 +138,34 @@ func conversionWebhook(crd *apiextensionsv1.CustomResourceDefinition) bool {
 }
 
 // trust fails unless every target exists and each of its bundles verifies
-// the serving chain at now.
+// the serving chain at now. It records each target's verdict and the CA
+// the bundles verify the chain with (see metrics.go).
 func (t targets) trust(ctx context.Context, c client.Reader, chain []*x509.Certificate, now time.Time) error {
 	all, err := t.read(ctx, c)
 	if err != nil {
 		return err
 	}
 	var errs []error
+	var ca *x509.Certificate
 	for _, tg := range all {
+		trusted := tg.found
 		if !tg.found {
 			errs = append(errs, fmt.Errorf("%s not found", tg))
 		}
 		for webhook, bundle := range tg.bundles {
-			if err := verifyLeaf(chain, bundle, now); err != nil {
+			root, err := verifiedRoot(chain, bundle, now)
+			if err != nil {
+				trusted = false
 				errs = append(errs, fmt.Errorf("%s, webhook %s: its CA bundle does not trust the served certificate: %w", tg, webhook, err))
+				continue
+			}
+			if ca == nil || root.NotAfter.Before(ca.NotAfter) {
+				ca = root
 			}
 		}
+		recordTrusted(tg.kind, trusted)
 	}
+	recordExpiry(certificateCA, ca)
 	return errors.Join(errs...)
 }
 

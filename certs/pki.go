@@ -170,24 +170,40 @@ func bundleHash(bundle []byte) string {
 // verifyLeaf reports whether leaf (with the intermediates that follow it in
 // chain) chains to a CA in bundle for server authentication at now.
 func verifyLeaf(chain []*x509.Certificate, bundle []byte, now time.Time) error {
+	_, err := verifiedRoot(chain, bundle, now)
+	return err
+}
+
+// verifiedRoot is verifyLeaf that also returns the CA of bundle the chain
+// verifies to (the earliest to expire, should several).
+func verifiedRoot(chain []*x509.Certificate, bundle []byte, now time.Time) (*x509.Certificate, error) {
 	if len(chain) == 0 {
-		return errors.New("no serving certificate")
+		return nil, errors.New("no serving certificate")
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(bundle) {
-		return errors.New("the CA bundle holds no certificate")
+		return nil, errors.New("the CA bundle holds no certificate")
 	}
 	inter := x509.NewCertPool()
 	for _, c := range chain[1:] {
 		inter.AddCert(c)
 	}
-	_, err := chain[0].Verify(x509.VerifyOptions{
+	verified, err := chain[0].Verify(x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: inter,
 		CurrentTime:   now,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	var root *x509.Certificate
+	for _, v := range verified {
+		if r := v[len(v)-1]; root == nil || r.NotAfter.Before(root.NotAfter) {
+			root = r
+		}
+	}
+	return root, nil
 }
 
 // tlsChain returns the parsed chain of a tls.Certificate.

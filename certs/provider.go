@@ -128,24 +128,28 @@ func (p *Provider) ReadyCheck(req *http.Request) error {
 	}
 	chain := tlsChain(p.current())
 	if len(chain) == 0 {
+		recordExpiry(certificateServing, nil)
 		if p.rotator != nil && p.rotator.err() != nil {
 			return fmt.Errorf("no serving certificate yet: %w", p.rotator.err())
 		}
 		return errors.New("no serving certificate yet")
 	}
+	recordExpiry(certificateServing, chain[0])
+	// Every check runs, even after one failed, so that each records its
+	// metric.
+	var errs []error
 	now := p.clock.Now()
 	if now.Before(chain[0].NotBefore) || !now.Before(chain[0].NotAfter) {
-		return fmt.Errorf("the serving certificate is valid from %s to %s only", chain[0].NotBefore, chain[0].NotAfter)
+		errs = append(errs, fmt.Errorf("the serving certificate is valid from %s to %s only", chain[0].NotBefore, chain[0].NotAfter))
 	}
 	if p.opts.Mode == ModeFiles {
-		return nil
+		return errors.Join(errs...)
 	}
 	if p.opts.Mode == ModeCertManager {
-		if err := p.certificateReady(ctx); err != nil {
-			return err
-		}
+		errs = append(errs, p.certificateReady(ctx))
 	}
-	return p.targets().trust(ctx, p.cluster.GetClient(), chain, now)
+	errs = append(errs, p.targets().trust(ctx, p.cluster.GetClient(), chain, now))
+	return errors.Join(errs...)
 }
 
 // current is the certificate this replica serves now.
@@ -171,8 +175,16 @@ func (p *Provider) certificateReady(ctx context.Context) error {
 	ns, name, _ := p.opts.certificateKey()
 	var crt certmanagerv1.Certificate
 	if err := p.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &crt); err != nil {
+		recordCertificateReady(false)
 		return fmt.Errorf("reading Certificate %s/%s: %w", ns, name, err)
 	}
+	err := readyCondition(&crt)
+	recordCertificateReady(err == nil)
+	return err
+}
+
+// readyCondition fails unless crt is Ready for its current generation.
+func readyCondition(crt *certmanagerv1.Certificate) error {
 	for _, c := range crt.Status.Conditions {
 		if c.Type == certmanagerv1.CertificateConditionReady {
 			// A condition observed for an older generation says nothing
@@ -180,10 +192,10 @@ func (p *Provider) certificateReady(ctx context.Context) error {
 			if c.Status == cmmeta.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration == crt.Generation) {
 				return nil
 			}
-			return fmt.Errorf("cert-manager Certificate %s/%s is not Ready: %s: %s", ns, name, c.Reason, c.Message)
+			return fmt.Errorf("cert-manager Certificate %s/%s is not Ready: %s: %s", crt.Namespace, crt.Name, c.Reason, c.Message)
 		}
 	}
-	return fmt.Errorf("cert-manager Certificate %s/%s has no Ready condition yet", ns, name)
+	return fmt.Errorf("cert-manager Certificate %s/%s has no Ready condition yet", crt.Namespace, crt.Name)
 }
 
 // newCluster builds a cache that lists and watches only the objects the
