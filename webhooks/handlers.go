@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -46,6 +47,7 @@ var _ admission.Handler = mutatingHandler{}
 // Handle decodes the object, defaults it and answers with a JSON patch of
 // exactly what changed.
 func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	defer observeAdmission(webhookMutating, &req, time.Now())
 	switch req.Operation {
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
@@ -157,6 +159,7 @@ var _ admission.Handler = validatingHandler{}
 
 // Handle decodes the object (and the old one on update) and validates it.
 func (h validatingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	defer observeAdmission(webhookValidating, &req, time.Now())
 	ctx = admission.NewContextWithRequest(ctx, req)
 	var (
 		warnings admission.Warnings

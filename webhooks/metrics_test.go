@@ -2,21 +2,29 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
@@ -265,5 +273,157 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 				tc.check(t, get(t, "match", gw.Name))
 			}
 		})
+	}
+}
+
+func TestRequestVersion(t *testing.T) {
+	gvk := func(version string) *metav1.GroupVersionKind {
+		return &metav1.GroupVersionKind{Group: "example.com", Version: version, Kind: "APIGateway"}
+	}
+	tests := map[string]struct {
+		kind, requestKind *metav1.GroupVersionKind
+		want              string
+	}{
+		// matchPolicy Equivalent: the object arrives as v1, requestKind
+		// says what the client wrote.
+		"written as v1alpha1, converted to v1": {kind: gvk("v1"), requestKind: gvk("v1alpha1"), want: "v1alpha1"},
+		"written as v1":                        {kind: gvk("v1"), requestKind: gvk("v1"), want: "v1"},
+		"no requestKind (an older API server)": {kind: gvk("v1"), want: "v1"},
+		"a version we do not serve":            {kind: gvk("v1"), requestKind: gvk("v2beta1"), want: "other"},
+		"anything else is bounded":             {kind: gvk("v1"), requestKind: gvk("api.example.com/users"), want: "other"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Kind: *tc.kind, RequestKind: tc.requestKind}}
+			assert.Equal(t, tc.want, requestVersion(&req))
+		})
+	}
+}
+
+// slowAdmission is stubAdmission taking at least delay for each call.
+type slowAdmission struct {
+	stubAdmission
+	delay time.Duration
+}
+
+func (s slowAdmission) Default(ctx context.Context, gw *v1.APIGateway) error {
+	time.Sleep(s.delay)
+	return s.stubAdmission.Default(ctx, gw)
+}
+
+func (s slowAdmission) ValidateUpdate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
+	time.Sleep(s.delay)
+	return s.stubAdmission.ValidateUpdate(ctx, old, gw)
+}
+
+// histogramOf reads the sample count and sum of one histogram series.
+func histogramOf(t *testing.T, labels ...string) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, admissionDuration.WithLabelValues(labels...).(prometheus.Metric).Write(&m))
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// TestAdmissionLatencyAndVersion runs requests through the handlers and
+// checks that each is timed under its webhook, operation and the version
+// the client wrote, including one that fails to decode, and that only the
+// validating webhook counts writes by version.
+func TestAdmissionLatencyAndVersion(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	raw, err := json.Marshal(validGateway())
+	require.NoError(t, err)
+	request := func(op admissionv1.Operation, version string, object []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: op, Object: runtime.RawExtension{Raw: object}, OldObject: runtime.RawExtension{Raw: raw},
+			Kind:        metav1.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "APIGateway"},
+			RequestKind: &metav1.GroupVersionKind{Group: "example.com", Version: version, Kind: "APIGateway"},
+		}}
+	}
+	slow := slowAdmission{delay: delay}
+	tests := map[string]struct {
+		handler   admission.Handler
+		req       admission.Request
+		labels    []string
+		minSum    time.Duration
+		byVersion float64
+	}{
+		"mutating, written as v1alpha1": {
+			handler: mutatingHandler{slow}, req: request(admissionv1.Create, "v1alpha1", raw),
+			labels: []string{webhookMutating, "CREATE", "v1alpha1"}, minSum: delay,
+		},
+		"validating, written as v1alpha1": {
+			handler: validatingHandler{slow}, req: request(admissionv1.Update, "v1alpha1", raw),
+			labels: []string{webhookValidating, "UPDATE", "v1alpha1"}, minSum: delay, byVersion: 1,
+		},
+		"validating, an object that does not decode": {
+			handler: validatingHandler{slow}, req: request(admissionv1.Create, "v1", []byte(`[]`)),
+			labels: []string{webhookValidating, "CREATE", "v1"}, byVersion: 1,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			count, sum := histogramOf(t, tc.labels...)
+			versions := counterDeltas(t, admissionVersions.WithLabelValues(tc.labels[2], tc.labels[1]))
+			tc.handler.Handle(t.Context(), tc.req)
+			gotCount, gotSum := histogramOf(t, tc.labels...)
+			assert.Equal(t, count+1, gotCount, "one request, one observation")
+			assert.GreaterOrEqual(t, gotSum-sum, tc.minSum.Seconds(), "the handler's time is in the observation")
+			assert.Equal(t, []float64{tc.byVersion}, versions())
+		})
+	}
+}
+
+// TestRequestsByVersionThroughAPIServer writes one gateway through each
+// version with kubectl: the real API server converts the v1alpha1 one to
+// v1 before admission, and the metric still names v1alpha1 as what the
+// client wrote.
+func TestRequestsByVersionThroughAPIServer(t *testing.T) {
+	startWebhooks(t, Options{DefaultImage: flagImage, DefaultReplicas: 2})
+	ctx := t.Context()
+	createNamespace(t, "by-version", "")
+	alphaCount, _ := histogramOf(t, webhookValidating, "CREATE", "v1alpha1")
+	deltas := counterDeltas(t,
+		admissionVersions.WithLabelValues("v1alpha1", "CREATE"),
+		admissionVersions.WithLabelValues("v1", "CREATE"),
+	)
+	alpha := "apiVersion: example.com/v1alpha1\nkind: APIGateway\nmetadata:\n  name: alpha\n  namespace: by-version\n" +
+		"spec:\n  image: nginx:1.27\n  routes:\n  - host: alpha.by-version.example.com\n    prefix: /\n    serviceName: svc\n    servicePort: 80\n"
+	require.NoError(t, kubectl(ctx, strings.NewReader(alpha), "create", "-f", "-").Err)
+	good := "routes:\n- host: v1.by-version.example.com\n  backendService: {name: svc, port: 80}\n"
+	require.NoError(t, kubectl(ctx, manifest("by-version", "v1", good), "create", "-f", "-").Err)
+	t.Cleanup(func() {
+		assert.NoError(t, kubectl(context.Background(), nil, "delete", "apigateways.example.com", "--all", "-n", "by-version").Err)
+	})
+
+	assert.Equal(t, []float64{1, 1}, deltas(), "one create written as v1alpha1, one as v1")
+	gotAlpha, _ := histogramOf(t, webhookValidating, "CREATE", "v1alpha1")
+	assert.Equal(t, alphaCount+1, gotAlpha)
+}
+
+// TestAdmissionBucketsReachPastTheTimeout reads the timeoutSeconds the
+// generated webhook configurations give the API server: a latency
+// histogram whose last bucket is below it hides exactly the requests that
+// are about to fail.
+func TestAdmissionBucketsReachPastTheTimeout(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "manifests", "webhook", "manifests.yaml"))
+	require.NoError(t, err)
+	var timeouts []int32
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var cfg struct {
+			Webhooks []struct {
+				TimeoutSeconds *int32 `json:"timeoutSeconds"`
+			} `json:"webhooks"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &cfg))
+		for _, w := range cfg.Webhooks {
+			require.NotNil(t, w.TimeoutSeconds, "a webhook without timeoutSeconds waits the API server's default of 10 s")
+			timeouts = append(timeouts, *w.TimeoutSeconds)
+		}
+	}
+	require.Len(t, timeouts, 2)
+	top := admissionBuckets[len(admissionBuckets)-1]
+	for _, timeout := range timeouts {
+		assert.Greater(t, top, float64(timeout))
+		assert.Contains(t, admissionBuckets, float64(timeout), "a bound at the timeout itself tells near from past")
 	}
 }
