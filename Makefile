@@ -9,11 +9,14 @@ SHELL := /usr/bin/env bash
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
 CRD_REF_DOCS_VERSION   ?= v0.3.0
+# Prometheus's Go module tags v0.3XX.Y are its releases 3.XX.Y.
+PROMTOOL_VERSION       ?= v0.316.0
 
 BIN            := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CRD_REF_DOCS   := $(BIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
+PROMTOOL       := $(BIN)/promtool-$(PROMTOOL_VERSION)
 
 # The local control plane (etcd, kube-apiserver, kube-controller-manager,
 # kubectl) built from hack/k8s. The stamp is keyed on that module's files, so
@@ -83,7 +86,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
+test: verify k8s nginx promtool ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -100,6 +103,9 @@ $(K8S_STAMP): hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
 	rm -f $(K8S_ASSETS)/.built-*
 	hack/k8s/build.sh $(K8S_ASSETS)
 	touch $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build the pinned promtool into ./bin, for the alert tests in manifests/monitoring.
 
 .PHONY: nginx
 nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).
@@ -135,3 +141,11 @@ $(CRD_REF_DOCS):
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
+
+# Built from the module proxy like the tools above, rather than downloaded
+# from a release page: the same pinning, checksums (go.sum database) and
+# proxy as every other tool, no per-platform archive to pick. `go install
+# pkg@version` builds it in its own module graph: nothing enters our go.mod.
+$(PROMTOOL):
+	GOBIN=$(BIN) go install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	mv $(BIN)/promtool $@

@@ -1,0 +1,7 @@
+// Package monitoring holds no code: its tests check the operator's
+// PrometheusRule (prometheus_rule.yaml) with promtool, built pinned into
+// ./bin by `make promtool`, fire and clear each alert with `promtool test
+// rules` (testdata/alerts_test.yaml), and hold the alerts' and the Grafana
+// dashboard's (dashboard.json) queries to the metrics the operator
+// registers.
+package monitoring
