@@ -87,9 +87,11 @@ func (r *Report) Valid() bool {
 type Checker struct {
 	schemas *Schemas
 	matcher matchconditions.Matcher
+	policy  *defaultsPolicy
 }
 
-// NewChecker compiles the embedded CRD and webhook configurations.
+// NewChecker compiles the embedded CRD, webhook configurations and
+// defaults policy.
 func NewChecker() (*Checker, error) {
 	s, err := LoadSchemas()
 	if err != nil {
@@ -99,7 +101,11 @@ func NewChecker() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{schemas: s, matcher: m}, nil
+	p, err := newDefaultsPolicy()
+	if err != nil {
+		return nil, err
+	}
+	return &Checker{schemas: s, matcher: m, policy: p}, nil
 }
 
 // Rules that are not the webhooks' (field.Error.Origin) name the stage.
@@ -248,6 +254,17 @@ func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured
 // does after a patch. An object the webhook cannot decode is refused by it
 // (its answer is a denial, which the failurePolicy does not cover).
 func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, defaults webhooks.Defaults) []Problem {
+	if vs.version == v1.GroupVersion.Version {
+		// The defaults policy runs first, on the object as sent; a failure
+		// is its failurePolicy's (Ignore). A v1alpha1 object reaches it
+		// through the conversion webhook, whose typed decoding the webhook
+		// path below models (the policy and Default agree: a test holds
+		// them to each other through the API server).
+		if patched, err := c.policy.apply(ctx, u, defaults); err == nil {
+			u.Object = patched.Object
+			vs.setDefaults(u)
+		}
+	}
 	v1Form := u
 	if vs.version != v1.GroupVersion.Version {
 		gw, err := toV1(u)

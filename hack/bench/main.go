@@ -60,7 +60,7 @@ func run(ctx context.Context, c config) error {
 		ServiceClusterIPRange: "10.0.0.0/16",
 		// As the manifests install it: the API server fills in defaults
 		// itself, with or without the webhooks (B1d).
-		DefaultsPolicy: webhooks.PolicyParamsData(webhooks.Defaults{Image: image, Replicas: 1}),
+		Policies: webhooks.PolicyParamsData(webhooks.Defaults{Image: image, Replicas: 1}),
 	})
 	if err != nil {
 		return err

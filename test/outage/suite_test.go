@@ -29,8 +29,8 @@ var env *testenv.Env
 // its ConfigMap as shipped, empty until the operator writes its flags.
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
-		Webhooks:       envtest.WebhookInstallOptions{Paths: []string{"../../manifests/webhook"}},
-		DefaultsPolicy: map[string]string{},
+		Webhooks: envtest.WebhookInstallOptions{Paths: []string{"../../manifests/webhook"}},
+		Policies: map[string]string{},
 	})
 }
 

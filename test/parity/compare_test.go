@@ -93,7 +93,20 @@ type warningRecorder struct {
 func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
+	w.warnings = append(w.warnings, policyMessage(text))
+}
+
+// policyMessage is a warning without the prefix the API server puts before
+// a ValidatingAdmissionPolicy's message ("Validation failed for
+// ValidatingAdmissionPolicy 'p' with binding 'b': "); offline prints the
+// message alone.
+func policyMessage(warning string) string {
+	if rest, ok := strings.CutPrefix(warning, "Validation failed for ValidatingAdmissionPolicy "); ok {
+		if _, msg, ok := strings.Cut(rest, "': "); ok {
+			return msg
+		}
+	}
+	return warning
 }
 
 // take returns the warnings so far and forgets them.
@@ -110,7 +123,7 @@ func kubectlWarnings(stderr string) []string {
 	var warnings []string
 	for line := range strings.SplitSeq(stderr, "\n") {
 		if w, ok := strings.CutPrefix(line, "Warning: "); ok {
-			warnings = append(warnings, w)
+			warnings = append(warnings, policyMessage(w))
 		}
 	}
 	return sorted(warnings)

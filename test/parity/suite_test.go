@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		// The CRD converts through the test's webhook server, as in a
 		// cluster (see webhooks/suite_test.go).
 		IgnoreSchemeConvertible: true,
-	}})
+	},
+		// As the manifests install them: the defaults and warnings
+		// policies, with the operator's defaults in the parameters.
+		Policies: webhooks.PolicyParamsData(operatorDefaults),
+	})
 }
 
 // operatorDefaults are the webhooks' defaults in these tests, and so the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,16 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/apigateway-operator/manifests/policy"
 )
 
-// installDefaultsPolicy installs the manifests' defaults policy and its
-// binding, with the parameter ConfigMap in its namespace holding data, and
-// waits until the API server applies it: its policy plugin learns the
-// CRD's schema asynchronously and answers 503 meanwhile.
-func (e *Env) installDefaultsPolicy(ctx context.Context, data map[string]string) error {
+// installPolicies installs the manifests' admission policies: the defaults
+// policy and its binding, with the parameter ConfigMap in its namespace
+// holding data, and the warnings policy; it waits until the API server
+// applies both: its policy plugins learn the CRD's schema asynchronously
+// and answer 503 meanwhile.
+func (e *Env) installPolicies(ctx context.Context, data map[string]string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policy.ParamsNamespace}}
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -31,46 +34,73 @@ func (e *Env) installDefaultsPolicy(ctx context.Context, data map[string]string)
 	if err := e.Client.Create(ctx, cm); err != nil {
 		return fmt.Errorf("creating the defaults policy's parameters: %w", err)
 	}
-	var mutating admissionregistrationv1.MutatingAdmissionPolicy
-	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
-	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(policy.Defaults), 4096)
-	for _, obj := range []client.Object{&mutating, &binding} {
-		if err := decoder.Decode(obj); err != nil {
-			return fmt.Errorf("reading manifests/policy/defaults.yaml: %w", err)
-		}
-		if err := e.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("installing the defaults policy: %w", err)
-		}
+	if err := e.create(ctx, policy.Defaults, &admissionregistrationv1.MutatingAdmissionPolicy{},
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{}); err != nil {
+		return err
 	}
-	return e.awaitDefaultsPolicy(ctx)
+	if err := e.create(ctx, policy.Warnings, &admissionregistrationv1.ValidatingAdmissionPolicy{},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); err != nil {
+		return err
+	}
+	return e.awaitPolicies(ctx)
 }
 
-// awaitDefaultsPolicy waits (bounded) until a dry-run create of a gateway
-// with an upper-case host comes back with it lower-cased: the one default
-// that needs no parameter, so this works before the operator has written
-// its flags.
-func (e *Env) awaitDefaultsPolicy(ctx context.Context) error {
+// create decodes the YAML documents of manifest into objs, in order, and
+// creates them.
+func (e *Env) create(ctx context.Context, manifest []byte, objs ...client.Object) error {
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	for _, obj := range objs {
+		if err := decoder.Decode(obj); err != nil {
+			return fmt.Errorf("reading manifests/policy: %w", err)
+		}
+		if err := e.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("installing %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// awaitPolicies waits (bounded) until a dry-run create of a gateway with an
+// upper-case host comes back with it lower-cased (the one default that
+// needs no parameter, so this works before the operator has written its
+// flags) and with the warnings policy's warning about its untagged image.
+func (e *Env) awaitPolicies(ctx context.Context) error {
+	warned := &warningSeen{}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.WarningHandler = warned
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return err
+	}
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "APIGateway",
 		"metadata": map[string]any{"name": "policy-probe", "namespace": policy.ParamsNamespace},
-		"spec": map[string]any{"image": "nginx:1.27", "replicas": int64(1), "routes": []any{map[string]any{
+		"spec": map[string]any{"image": "nginx", "replicas": int64(1), "routes": []any{map[string]any{
 			"host": "Policy-Probe.example.com.", "backendService": map[string]any{"name": "svc", "port": int64(80)},
 		}}},
 	}}
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		obj := probe.DeepCopy()
-		last = e.Client.Create(ctx, obj, client.DryRunAll)
+		warned.reset()
+		last = c.Create(ctx, obj, client.DryRunAll)
 		if last != nil {
 			// 503 until the plugin knows the CRD; then refused (an
 			// upper-case host) until the policy is active.
 			return false, nil
 		}
 		routes, _, _ := unstructured.NestedSlice(obj.Object, "spec", "routes")
-		return len(routes) == 1 && routes[0].(map[string]any)["host"] == "policy-probe.example.com", nil
+		return len(routes) == 1 && routes[0].(map[string]any)["host"] == "policy-probe.example.com" && warned.any(), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the API server did not apply the defaults policy within a minute (last answer: %v)", last)
+		return fmt.Errorf("the API server did not apply the admission policies within a minute (last answer: %v)", last)
 	}
 	return nil
 }
+
+// warningSeen is a rest.WarningHandler that notes whether a warning came.
+type warningSeen struct{ seen atomic.Bool }
+
+func (w *warningSeen) HandleWarningHeader(int, string, string) { w.seen.Store(true) }
+func (w *warningSeen) reset()                                  { w.seen.Store(false) }
+func (w *warningSeen) any() bool                               { return w.seen.Load() }

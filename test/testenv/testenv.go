@@ -56,11 +56,12 @@ type Options struct {
 	// flags, each replacing the launcher's value (e.g.
 	// "admission-control-config-file").
 	APIServer func(dir string) (flags map[string]string, err error)
-	// DefaultsPolicy, when not nil, installs the defaults
-	// MutatingAdmissionPolicy of manifests/policy, as the manifests do,
-	// with this data in its parameter ConfigMap (keys policy.ParamImage
-	// and policy.ParamReplicas), and waits until the API server applies it.
-	DefaultsPolicy map[string]string
+	// Policies, when not nil, installs the admission policies of
+	// manifests/policy as the manifests do (the defaults and the warnings),
+	// with this data in the defaults policy's parameter ConfigMap (keys
+	// policy.ParamImage and policy.ParamReplicas; empty as shipped), and
+	// waits until the API server applies them.
+	Policies map[string]string
 	// StopTimeout, when set, replaces KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:
 	// how long a component may take to stop, at Stop and RestartAPIServer,
 	// before it is killed.
@@ -86,10 +87,10 @@ type Env struct {
 
 	cp       *controlplane.ControlPlane
 	webhooks envtest.WebhookInstallOptions
-	// defaultsPolicy is Options.DefaultsPolicy.
-	defaultsPolicy map[string]string
-	kubectl        string
-	dir            string
+	// policies is Options.Policies.
+	policies map[string]string
+	kubectl  string
+	dir      string
 }
 
 // Main starts the environment, stores it in *env, runs the tests and exits.
@@ -147,7 +148,7 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Scheme: NewScheme(), Root: root, kubectl: filepath.Join(assets, "kubectl"), webhooks: opts.Webhooks,
-		defaultsPolicy: opts.DefaultsPolicy}
+		policies: opts.Policies}
 	if e.dir, err = os.MkdirTemp("", "testenv-"); err != nil {
 		return nil, err
 	}
@@ -224,8 +225,8 @@ func (e *Env) install() error {
 	if err := w.Install(e.Config); err != nil {
 		return fmt.Errorf("installing the webhook configurations: %w", err)
 	}
-	if e.defaultsPolicy != nil {
-		return e.installDefaultsPolicy(context.Background(), e.defaultsPolicy)
+	if e.policies != nil {
+		return e.installPolicies(context.Background(), e.policies)
 	}
 	return nil
 }
