@@ -109,12 +109,12 @@ func prefixHost(prefix, host string) string {
 	return prefix + host
 }
 
-// policyShapes are the drift test's gateways and a thousand more random
+// policyShapes are the drift test's gateways and two thousand more random
 // ones.
 func policyShapes() []shape {
 	shapes := driftShapes()
 	rng := rand.New(rand.NewPCG(16, 1))
-	for i := range 1000 {
+	for i := range 2000 {
 		shapes = append(shapes, randomShape(rng, fmt.Sprintf("rnd-%d", i)))
 	}
 	return shapes
