@@ -11,12 +11,14 @@ GOLANGCI_LINT_VERSION  ?= v2.15.0
 CRD_REF_DOCS_VERSION   ?= v0.3.0
 # Prometheus's Go module tags v0.3XX.Y are its releases 3.XX.Y.
 PROMTOOL_VERSION       ?= v0.316.0
+HELM_VERSION           ?= v3.22.0
 
 BIN            := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CRD_REF_DOCS   := $(BIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 PROMTOOL       := $(BIN)/promtool-$(PROMTOOL_VERSION)
+HELM           := $(BIN)/helm-$(HELM_VERSION)
 
 # The local control plane (etcd, kube-apiserver, kube-controller-manager,
 # kubectl) built from hack/k8s. The stamp is keyed on that module's files, so
@@ -75,6 +77,12 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC YAML into man
 docs: $(CRD_REF_DOCS) ## Generate the API reference (docs/api.md) from the Go types.
 	$(CRD_REF_DOCS) --config hack/crd-ref-docs/config.yaml --source-path ./api --renderer markdown --output-path docs/api.md >/dev/null
 
+# The chart is generated from the overlays' kustomize output (the kubectl of
+# the local control plane renders them), so it cannot drift from them.
+.PHONY: chart
+chart: k8s ## Generate the Helm chart charts/apigateway-operator from manifests/.
+	go run ./charts/gen -kubectl $(K8S_ASSETS)/kubectl
+
 .PHONY: verify
 verify: ## Fail when generated files are stale or gofmt/go vet complain.
 	hack/verify.sh "$(MAKE)"
@@ -86,7 +94,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx promtool ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
+test: verify k8s nginx promtool helm ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -106,6 +114,9 @@ $(K8S_STAMP): hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
 
 .PHONY: promtool
 promtool: $(PROMTOOL) ## Build the pinned promtool into ./bin, for the alert tests in manifests/monitoring.
+
+.PHONY: helm
+helm: $(HELM) ## Build the pinned helm into ./bin, for the chart's tests in charts/.
 
 .PHONY: nginx
 nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).
@@ -149,3 +160,14 @@ $(GOLANGCI_LINT):
 $(PROMTOOL):
 	GOBIN=$(BIN) go install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	mv $(BIN)/promtool $@
+
+# Like promtool: `go install pkg@version` builds helm in its own module graph.
+# The -X flags are those of helm's release build: without them `helm
+# template` and `helm lint` assume Kubernetes 1.20 and refuse the chart's
+# kubeVersion. 1.37 is the client-go of helm v3.22 (bump it with HELM_VERSION).
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37
+$(HELM):
+	GOBIN=$(BIN) go install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@

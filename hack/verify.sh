@@ -2,17 +2,19 @@
 # Fails when a generated file is stale or gofmt / go vet complain.
 # Regenerates into the work tree and compares with a copy taken first, so it
 # works on uncommitted changes as well as in a fresh clone; a stale file is
-# left regenerated, ready to commit.
+# left regenerated, ready to commit. The chart is rendered from manifests/ by
+# the control plane's kubectl, so on a fresh clone this builds it first
+# (`make k8s`, which `make test` needs anyway).
 set -euo pipefail
 make=${1:-make}
 cd "$(dirname "$0")/.."
 
-generated=(api manifests docs)
+generated=(api manifests docs charts)
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 cp -a "${generated[@]}" "$before/"
 
-$make --no-print-directory generate manifests docs >/dev/null
+$make --no-print-directory generate manifests docs chart >/dev/null
 
 status=0
 for dir in "${generated[@]}"; do

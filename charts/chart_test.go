@@ -1,0 +1,442 @@
+package charts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"example.com/apigateway-operator/test/testenv"
+)
+
+// These tests hold the chart to the kustomize overlays it is generated from
+// and to the real kube-apiserver: each mode renders what its overlay
+// renders, passes a server-side dry run, and installs and uninstalls with
+// the pinned helm without leaving an admission hook behind.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{})
+}
+
+// release is the namespace the tests install into: the overlays', so that
+// the chart's output is comparable to theirs as is.
+const release = Namespace
+
+// helmBin is the pinned helm that `make helm` builds, its version read from
+// the Makefile so that the two never disagree. A missing helm is a failure,
+// not a skip: an untested chart must not pass.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join(env.Root, "Makefile"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^HELM_VERSION\s*\?=\s*(\S+)`).FindSubmatch(makefile)
+	require.NotNil(t, m, "the Makefile pins no HELM_VERSION")
+	bin := filepath.Join(env.Root, "bin", "helm-"+string(m[1]))
+	_, err = os.Stat(bin)
+	require.NoError(t, err, "helm is missing: run `make helm` (make test builds it first)")
+	return bin
+}
+
+// helm runs the pinned helm against the test's API server, with its own
+// configuration and cache directories, and returns its output.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), helmBin(t), append(args, "--kubeconfig", env.Kubeconfig)...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = errors.New(strings.Join(args, " ") + ": " + err.Error() + ": " + stderr.String())
+	}
+	return stdout.String(), err
+}
+
+func chartDir() string { return filepath.Join(env.Root, Dir) }
+
+// helmTemplate runs `helm template` with the --set values given.
+func helmTemplate(t *testing.T, set ...string) string {
+	t.Helper()
+	args := []string{"template", "apigateway-operator", chartDir(), "--namespace", release}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	require.NoError(t, err)
+	return out
+}
+
+func kustomize(overlay string) ([]byte, error) {
+	res := env.Kubectl(context.Background(), nil, "kustomize", filepath.Join(env.Root, "manifests", overlay))
+	return []byte(res.Stdout), res.Err
+}
+
+// TestChartIsGenerated fails when the chart on disk is not what `make chart`
+// writes from the overlays now: a manifest changed without the chart.
+func TestChartIsGenerated(t *testing.T) {
+	want, err := Files(kustomize)
+	require.NoError(t, err)
+	for name, data := range want {
+		got, err := os.ReadFile(filepath.Join(chartDir(), name))
+		require.NoError(t, err, "run `make chart`")
+		if d := cmp.Diff(strings.Split(string(data), "\n"), strings.Split(string(got), "\n")); d != "" {
+			t.Errorf("%s is stale: run `make chart` (-generated +on disk):\n%s", name, d)
+		}
+	}
+	onDisk, err := filepath.Glob(filepath.Join(chartDir(), "templates", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range onDisk {
+		assert.Contains(t, want, "templates/"+filepath.Base(f), "no overlay ships %s: run `make chart`", f)
+	}
+}
+
+// modes are the installs the chart offers beside the default, each with the
+// overlays whose objects it must render.
+var modes = map[string]struct {
+	set      []string
+	overlays []string
+}{
+	"self-signed (default values)": {overlays: []string{"default"}},
+	"cert-manager":                 {set: []string{"certificates.mode=certManager"}, overlays: []string{"cert-manager"}},
+	"fail-closed":                  {set: []string{"webhook.failurePolicy=Fail"}, overlays: []string{"fail-closed"}},
+	"prometheusRule":               {set: []string{"metrics.prometheusRule.enabled=true"}, overlays: []string{"default", "monitoring"}},
+}
+
+// TestModesRenderTheirOverlays proves the chart is the kustomize install:
+// object for object, each mode renders what its overlays render, less the
+// Namespace (the release's namespace is not the chart's) and the CRD's
+// resource-policy annotation (Helm's own).
+func TestModesRenderTheirOverlays(t *testing.T) {
+	for name, tc := range modes {
+		t.Run(name, func(t *testing.T) {
+			var want []*unstructured.Unstructured
+			for _, overlay := range tc.overlays {
+				data, err := kustomize(overlay)
+				require.NoError(t, err)
+				want = append(want, objects(t, string(data))...)
+			}
+			want = slices.DeleteFunc(want, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
+			got := objects(t, helmTemplate(t, tc.set...))
+			crd := byKey(got)["CustomResourceDefinition//apigateways.example.com"]
+			require.NotNil(t, crd)
+			assert.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"])
+			unstructured.RemoveNestedField(crd.Object, "metadata", "annotations", "helm.sh/resource-policy")
+
+			assert.ElementsMatch(t, slices.Collect(maps.Keys(byKey(want))), slices.Collect(maps.Keys(byKey(got))))
+			for k, w := range byKey(want) {
+				if g := byKey(got)[k]; g != nil {
+					if d := cmp.Diff(w.Object, g.Object); d != "" {
+						t.Errorf("%s differs from the overlay (-kustomize +helm):\n%s", k, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestValues checks each value a user sets against what lands in the
+// rendered objects.
+func TestValues(t *testing.T) {
+	tests := map[string]struct {
+		set   []string
+		check func(t *testing.T, objs map[string]*unstructured.Unstructured)
+	}{
+		"image and replicas": {
+			set: []string{"image.repository=registry.example/op", "image.tag=v1.2.3", "replicas=3"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				c := managerOf(t, objs)
+				assert.Equal(t, "registry.example/op:v1.2.3", c["image"])
+				replicas, _, _ := unstructured.NestedFieldNoCopy(objs[deployment].Object, "spec", "replicas")
+				assert.EqualValues(t, 3, replicas)
+			},
+		},
+		"resources": {
+			set: []string{"resources.limits.memory=1Gi", "resources.requests.cpu=250m"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				res := managerOf(t, objs)["resources"].(map[string]any)
+				assert.Equal(t, "1Gi", res["limits"].(map[string]any)["memory"])
+				assert.Equal(t, "250m", res["requests"].(map[string]any)["cpu"])
+			},
+		},
+		"no NetworkPolicy": {
+			set: []string{"networkPolicy.enabled=false"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.NotContains(t, objs, "NetworkPolicy/"+release+"/apigateway-operator")
+			},
+		},
+		"tracing off by default": {
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				for _, a := range managerOf(t, objs)["args"].([]any) {
+					assert.NotContains(t, a, "--otlp-endpoint")
+				}
+			},
+		},
+		"tracing endpoint": {
+			set: []string{"tracing.otlpEndpoint=http://collector.tracing:4318"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.Contains(t, managerOf(t, objs)["args"], "--otlp-endpoint=http://collector.tracing:4318")
+			},
+		},
+		"CRD deleted on uninstall when asked": {
+			set: []string{"crds.keep=false"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.NotContains(t, objs["CustomResourceDefinition//apigateways.example.com"].GetAnnotations(), "helm.sh/resource-policy")
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.check(t, byKey(objects(t, helmTemplate(t, tc.set...))))
+		})
+	}
+}
+
+// TestSchemaRefusesUnknownValues: a misspelt mode or policy fails the
+// install instead of silently rendering the default.
+func TestSchemaRefusesUnknownValues(t *testing.T) {
+	for _, set := range []string{"certificates.mode=cert-manager", "webhook.failurePolicy=fail", "replicas=0", "tracing.endpoint=x"} {
+		_, err := helm(t, "template", "apigateway-operator", chartDir(), "--set", set)
+		assert.Error(t, err, set)
+	}
+}
+
+func TestLint(t *testing.T) {
+	for name, tc := range modes {
+		args := []string{"lint", "--strict", chartDir(), "--namespace", release}
+		for _, s := range tc.set {
+			args = append(args, "--set", s)
+		}
+		out, err := helm(t, args...)
+		assert.NoError(t, err, "%s:\n%s", name, out)
+	}
+}
+
+// TestModesServerDryRun sends each mode's objects through the real API
+// server's validation and admission, as `kubectl apply` would.
+func TestModesServerDryRun(t *testing.T) {
+	createNamespace(t)
+	installCertManagerCRDs(t)
+	installPrometheusRuleCRD(t)
+	for name, tc := range modes {
+		t.Run(name, func(t *testing.T) {
+			res := env.Kubectl(t.Context(), strings.NewReader(helmTemplate(t, tc.set...)), "apply", "--dry-run=server", "-f", "-")
+			require.NoError(t, res.Err)
+			assert.Contains(t, res.Stdout, "validatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-validating-webhook-configuration")
+		})
+	}
+}
+
+// admissionKinds are what makes a leftover dangerous: a webhook whose
+// Service is gone fails (or, with Ignore, slows) every write it matches.
+const admissionKinds = "mutatingwebhookconfigurations,validatingwebhookconfigurations," +
+	"mutatingadmissionpolicies,mutatingadmissionpolicybindings," +
+	"validatingadmissionpolicies,validatingadmissionpolicybindings"
+
+// TestInstallUninstallLeavesNoAdmission installs the chart fail-closed
+// (the worst leftover) with the pinned helm, upgrades it, then uninstalls
+// it: every webhook configuration and admission policy goes, the CRD stays.
+func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
+	installCertManagerCRDs(t)
+	for _, mode := range []string{"selfSigned", "certManager"} {
+		t.Run(mode, func(t *testing.T) {
+			// testenv installed the CRD without Helm's ownership, which a
+			// fresh cluster does not have.
+			res := env.Kubectl(t.Context(), nil, "delete", "crd", "apigateways.example.com", "--ignore-not-found")
+			require.NoError(t, res.Err)
+
+			// No --wait: no operator image runs here, and nothing in the
+			// install needs it to.
+			out, err := helm(t, "install", "apigateway-operator", chartDir(), "--namespace", release, "--create-namespace",
+				"--set", "webhook.failurePolicy=Fail", "--set", "certificates.mode="+mode)
+			require.NoError(t, err, out)
+			assert.Len(t, ours(t, admissionKinds), 6, "the install ships two webhook configurations and two policies with their bindings")
+			assertUpgradeKeepsInjected(t, mode)
+
+			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)
+			require.NoError(t, err, out)
+			assert.Empty(t, ours(t, admissionKinds), "left behind by helm uninstall")
+			assert.Len(t, ours(t, "customresourcedefinitions"), 1, "crds.keep keeps the CRD and every APIGateway")
+		})
+	}
+}
+
+// assertUpgradeKeepsInjected plays the operator (or cainjector) writing the
+// caBundle and, in self-signed mode, the certificate Secret, then upgrades:
+// Helm's three-way merge must keep what the chart does not set, or every
+// upgrade would break the webhooks until the next injection.
+func assertUpgradeKeepsInjected(t *testing.T, mode string) {
+	t.Helper()
+	const vwc = "validatingwebhookconfiguration/apigateway-operator-validating-webhook-configuration"
+	const secret = "secret/apigateway-operator-webhook-cert"
+	kubectl := func(args ...string) string {
+		t.Helper()
+		res := env.Kubectl(t.Context(), nil, args...)
+		require.NoError(t, res.Err)
+		return res.Stdout
+	}
+	kubectl("patch", vwc, "--type=json", "-p", `[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"aW5qZWN0ZWQ="}]`)
+	if mode == "selfSigned" {
+		kubectl("-n", release, "patch", secret, "-p", `{"data":{"ca.crt":"aW5qZWN0ZWQ="}}`)
+	}
+
+	out, err := helm(t, "upgrade", "apigateway-operator", chartDir(), "--namespace", release, "--reuse-values", "--set", "replicas=3")
+	require.NoError(t, err, out)
+	assert.Equal(t, "3", kubectl("-n", release, "get", "deployment/apigateway-operator", "-o", "jsonpath={.spec.replicas}"), "the upgrade applied")
+	assert.Equal(t, "aW5qZWN0ZWQ=", kubectl("get", vwc, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}"), "the upgrade dropped the injected caBundle")
+	if mode == "selfSigned" {
+		assert.Equal(t, "aW5qZWN0ZWQ=", kubectl("-n", release, "get", secret, "-o", "jsonpath={.data.ca\\.crt}"), "the upgrade emptied the certificate Secret")
+	}
+}
+
+// ours lists the objects of kinds whose name is the operator's.
+func ours(t *testing.T, kinds string) []string {
+	t.Helper()
+	res := env.Kubectl(t.Context(), nil, "get", kinds, "-o", "name")
+	require.NoError(t, res.Err)
+	var names []string
+	for _, n := range strings.Fields(res.Stdout) {
+		if strings.Contains(n, "apigateway") {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+const deployment = "Deployment/" + release + "/apigateway-operator"
+
+func managerOf(t *testing.T, objs map[string]*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	require.Contains(t, objs, deployment)
+	c, err := manager(objs[deployment])
+	require.NoError(t, err)
+	return c
+}
+
+func objects(t *testing.T, data string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
+	for {
+		var o map[string]any
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		require.NoError(t, err)
+		if len(o) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: o})
+		}
+	}
+}
+
+func byKey(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	m := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		m[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	return m
+}
+
+func createNamespace(t *testing.T) {
+	t.Helper()
+	res := env.Kubectl(t.Context(), nil, "create", "namespace", release, "--dry-run=client", "-o", "yaml")
+	require.NoError(t, res.Err)
+	res = env.Kubectl(t.Context(), strings.NewReader(res.Stdout), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+}
+
+var certManagerCRDs sync.Once
+
+// installCertManagerCRDs installs the CRDs of the cert-manager version in
+// go.mod, from its module, as manifests/manifests_test.go does.
+func installCertManagerCRDs(t *testing.T) {
+	t.Helper()
+	var err error
+	certManagerCRDs.Do(func() {
+		cmd := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
+		cmd.Dir = env.Root
+		var out []byte
+		if out, err = cmd.Output(); err != nil {
+			return
+		}
+		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+			Paths:              []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
+			ErrorIfPathMissing: true,
+		})
+	})
+	require.NoError(t, err, "installing cert-manager's CRDs")
+}
+
+// prometheusRuleCRD is a minimal PrometheusRule CRD: the Prometheus
+// Operator's module is not a dependency, so its CRD is not at hand. It
+// types what our rule uses (groups of named rules with an expression) and
+// keeps the rest open, so the dry run checks the kind, the scope and the
+// rule's shape, not every field the real CRD knows.
+const prometheusRuleCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            properties:
+              groups:
+                type: array
+                items:
+                  type: object
+                  required: [name, rules]
+                  properties:
+                    name: {type: string}
+                    interval: {type: string}
+                    rules:
+                      type: array
+                      items:
+                        type: object
+                        required: [expr]
+                        properties:
+                          alert: {type: string}
+                          record: {type: string}
+                          expr: {x-kubernetes-int-or-string: true}
+                          for: {type: string}
+                          labels: {type: object, additionalProperties: {type: string}}
+                          annotations: {type: object, additionalProperties: {type: string}}
+`
+
+func installPrometheusRuleCRD(t *testing.T) {
+	t.Helper()
+	res := env.Kubectl(t.Context(), strings.NewReader(prometheusRuleCRD), "apply", "-f", "-")
+	require.NoError(t, res.Err)
+	res = env.Kubectl(t.Context(), nil, "wait", "--for=condition=Established", "crd/prometheusrules.monitoring.coreos.com")
+	require.NoError(t, res.Err)
+}
