@@ -93,7 +93,10 @@ func (e *Env) awaitPolicies(ctx context.Context) error {
 		return len(routes) == 1 && routes[0].(map[string]any)["host"] == "policy-probe.example.com" && warned.any(), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the API server did not apply the admission policies within a minute (last answer: %v)", last)
+		if last == nil {
+			last = err
+		}
+		return fmt.Errorf("the API server did not apply the admission policies within a minute (last answer: %w)", last)
 	}
 	return nil
 }
