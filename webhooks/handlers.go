@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -56,18 +57,24 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	audit := map[string]string{AuditRequestVersion: requestVersion(&req)}
 	if err := tooMany(gw); err != nil {
 		// The schema refuses it anyway: a patch per route of a
 		// list of a million would cost what its limit prevents.
-		return denial(nil, err)
+		return withAudit(denial(nil, err), audit)
 	}
 	before := gw.Spec.DeepCopy()
-	if err := h.defaulter.Default(admission.NewContextWithRequest(ctx, req), gw); err != nil {
-		return denial(nil, err)
+	ctx, imageSource := withImageSource(admission.NewContextWithRequest(ctx, req))
+	if err := h.defaulter.Default(ctx, gw); err != nil {
+		return withAudit(denial(nil, err), audit)
 	}
 	patch, sure := defaultingPatch(before, &gw.Spec)
 	if len(patch) == 0 {
-		return admission.Allowed("")
+		return withAudit(admission.Allowed(""), audit)
+	}
+	audit[AuditDefaults] = defaultsAudit(before, &gw.Spec)
+	if before.Image == "" {
+		audit[AuditImageSource] = *imageSource
 	}
 	if !sure {
 		parents, err := parentOps(req.Object.Raw)
@@ -76,7 +83,7 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 		}
 		patch = append(parents, patch...)
 	}
-	return admission.Patched("", patch...)
+	return withAudit(admission.Patched("", patch...), audit)
 }
 
 // defaultingPatch returns the JSON patch that turns before into after, where
@@ -194,10 +201,12 @@ func (h validatingHandler) Handle(ctx context.Context, req admission.Request) ad
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
 	}
+	audit := map[string]string{AuditRequestVersion: requestVersion(&req)}
 	if err != nil {
-		return denial(warnings, err)
+		maps.Copy(audit, denialAudit(err))
+		return withAudit(denial(warnings, err), audit)
 	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return withAudit(admission.Allowed("").WithWarnings(warnings...), audit)
 }
 
 // denial answers with err's status (Invalid carries the field causes kubectl

@@ -69,7 +69,11 @@ func (d *Defaulter) Default(ctx context.Context, gw *v1.APIGateway) error {
 		if err != nil {
 			return err
 		}
-		defaults = defaults.ForNamespace(annotations)
+		source := imageFromFlag
+		if ns := defaults.ForNamespace(annotations); ns.Image != defaults.Image {
+			defaults, source = ns, imageFromNamespace
+		}
+		recordImageSource(ctx, source)
 	}
 	Default(gw, defaults)
 	return nil
@@ -149,7 +153,11 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	spec := SpecWarnings(gw)
 	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
 	if len(errs) > 0 {
-		return warnings, newInvalid(gw.Name, errs)
+		inv := newInvalid(gw.Name, errs)
+		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict }) {
+			inv.holders = conflictHolders(old, gw, others)
+		}
+		return warnings, inv
 	}
 	return warnings, nil
 }
@@ -172,9 +180,12 @@ func tooMany(gw *v1.APIGateway) error {
 type invalidError struct {
 	*apierrors.StatusError
 	errs field.ErrorList
+	// holders are the gateways whose routes a conflict error names, for
+	// the audit annotation.
+	holders []string
 }
 
-func newInvalid(name string, errs field.ErrorList) error {
+func newInvalid(name string, errs field.ErrorList) *invalidError {
 	return &invalidError{StatusError: apierrors.NewInvalid(v1.GroupVersion.WithKind(apiGatewayKind).GroupKind(), name, errs), errs: errs}
 }
 

@@ -1,0 +1,146 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+)
+
+// The audit annotations the webhooks put on their answers. The API server
+// records each in the request's audit event under the webhook's name, as
+// "vapigateway-v1.example.com/denied-rules". Their values are versions,
+// rule ids, field names and namespace/name pairs, bounded in number: never
+// a string a user wrote into the spec.
+const (
+	// AuditRequestVersion is the API version the client wrote (v1,
+	// v1alpha1 or other), so v1alpha1 writers can be found.
+	AuditRequestVersion = "request-version"
+	// AuditDeniedRules are the rule ids (field.Error.Origin) of a denial,
+	// comma-separated and sorted.
+	AuditDeniedRules = "denied-rules"
+	// AuditConflictHolders are the gateways, as namespace/name, that hold
+	// the routes a denial calls conflicting.
+	AuditConflictHolders = "conflict-holders"
+	// AuditDefaults are the fields the mutating webhook filled in or
+	// normalized: image, replicas, path, pathType, host, tlsHost.
+	AuditDefaults = "defaults"
+	// AuditImageSource says where a defaulted image came from:
+	// namespace-annotation or operator-flag.
+	AuditImageSource = "image-source"
+)
+
+// The values of AuditImageSource.
+const (
+	imageFromNamespace = "namespace-annotation"
+	imageFromFlag      = "operator-flag"
+)
+
+// withAudit returns resp with the non-empty annotations added.
+func withAudit(resp admission.Response, annotations map[string]string) admission.Response {
+	for k, v := range annotations {
+		if v == "" {
+			continue
+		}
+		if resp.AuditAnnotations == nil {
+			resp.AuditAnnotations = map[string]string{}
+		}
+		resp.AuditAnnotations[k] = v
+	}
+	return resp
+}
+
+// denialAudit is the audit of a denial: the rules broken and, for a
+// conflict, who holds the routes.
+func denialAudit(err error) map[string]string {
+	var inv *invalidError
+	if !errors.As(err, &inv) {
+		return nil
+	}
+	var rules []string
+	for _, e := range inv.errs {
+		if e.Origin != "" && !slices.Contains(rules, e.Origin) {
+			rules = append(rules, e.Origin)
+		}
+	}
+	slices.Sort(rules)
+	return map[string]string{AuditDeniedRules: strings.Join(rules, ","), AuditConflictHolders: boundedList(inv.holders)}
+}
+
+// maxAuditNames bounds a list in an audit annotation.
+const maxAuditNames = 5
+
+func boundedList(names []string) string {
+	if len(names) > maxAuditNames {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxAuditNames], ","), len(names)-maxAuditNames)
+	}
+	return strings.Join(names, ",")
+}
+
+// conflictHolders are the gateways of others, as sorted namespace/name,
+// that serve one of gw's route keys that old did not have: the holders
+// validateConflicts names.
+func conflictHolders(old, gw *v1.APIGateway, others []v1.APIGateway) []string {
+	keys := validation.RouteKeys(gw)
+	if old != nil {
+		had := validation.RouteKeys(old)
+		keys = slices.DeleteFunc(keys, func(k string) bool { return slices.Contains(had, k) })
+	}
+	var holders []string
+	for i := range others {
+		o := &others[i]
+		if sameGateway(o, gw) || !slices.ContainsFunc(validation.RouteKeys(o), func(k string) bool { return slices.Contains(keys, k) }) {
+			continue
+		}
+		if name := o.Namespace + "/" + o.Name; !slices.Contains(holders, name) {
+			holders = append(holders, name)
+		}
+	}
+	slices.Sort(holders)
+	return holders
+}
+
+// defaultsAudit names what Default changed between before and after.
+func defaultsAudit(before, after *v1.APIGatewaySpec) string {
+	var fields []string
+	add := func(changed bool, name string) {
+		if changed && !slices.Contains(fields, name) {
+			fields = append(fields, name)
+		}
+	}
+	add(before.Image != after.Image, "image")
+	add(before.Replicas == nil && after.Replicas != nil, "replicas")
+	for i := range min(len(before.Routes), len(after.Routes)) {
+		b, a := &before.Routes[i], &after.Routes[i]
+		add(b.Path != a.Path, "path")
+		add(b.PathType != a.PathType, "pathType")
+		add(b.Host != a.Host, "host")
+	}
+	for i := range min(len(before.TLS), len(after.TLS)) {
+		add(!slices.Equal(before.TLS[i].Hosts, after.TLS[i].Hosts), "tlsHost")
+	}
+	return strings.Join(fields, ",")
+}
+
+// imageSourceKey keys the request's *string the Defaulter writes the image's
+// source into.
+type imageSourceKey struct{}
+
+// withImageSource returns ctx with a place for the Defaulter to say where
+// the image came from, and that place.
+func withImageSource(ctx context.Context) (context.Context, *string) {
+	source := new(string)
+	return context.WithValue(ctx, imageSourceKey{}, source), source
+}
+
+func recordImageSource(ctx context.Context, source string) {
+	if p, ok := ctx.Value(imageSourceKey{}).(*string); ok {
+		*p = source
+	}
+}
