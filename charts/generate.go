@@ -382,9 +382,9 @@ metrics:
     enabled: false
 
 tracing:
-  # Reserved: passed as --otlp-endpoint only when set. The operator does not
-  # have this flag yet; setting it before it does stops the operator from
-  # starting.
+  # An OTLP/gRPC collector for traces, as host:port (TLS) or
+  # http://host:port (no TLS), passed as --otlp-endpoint when set. Empty:
+  # tracing off.
   otlpEndpoint: ""
 
 crds:

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/tracing"
 )
 
 // action is what applying a child did.
@@ -71,6 +74,9 @@ type clients struct {
 // checked with a metadata-only live read before anything is written.
 // It returns the object as the API server (or the cache) has it.
 func applyChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, gw *v1.APIGateway, k child[O, A], key client.ObjectKey, desired A) (O, action, error) {
+	ctx, span := tracing.Tracer().Start(ctx, "apigateway.apply", trace.WithAttributes(
+		attribute.String("apigateway.child.kind", k.kind), attribute.String("apigateway.child.name", key.Name)))
+	defer span.End()
 	live := k.newObj()
 	switch err := c.cached.Get(ctx, key, live); {
 	case err == nil:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -27,6 +29,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/routeindex"
+	"example.com/apigateway-operator/tracing"
 )
 
 // ControllerName names the controller (metrics, logs) and the events'
@@ -145,6 +148,11 @@ func (o observingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // Reconcile brings one gateway's children in line with its spec and
 // records the outcome in its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// A span per reconcile, a child span per applied child (applyChild):
+	// no-ops unless tracing is on (package tracing).
+	ctx, span := tracing.Tracer().Start(ctx, "apigateway.reconcile", trace.WithAttributes(
+		attribute.String("k8s.namespace.name", req.Namespace), attribute.String("apigateway.name", req.Name)))
+	defer span.End()
 	gw, err := r.fetch(ctx, req.NamespacedName)
 	if gw == nil {
 		return ctrl.Result{}, err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -105,6 +107,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadRequest
 		var req *reviewRequest
 		if req, err = decodeReview(r.Context(), body); err == nil {
+			if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+				span.SetAttributes(attribute.Int("apigateway.objects", len(req.Objects)),
+					attribute.String("apigateway.desired_api_version", req.DesiredAPIVersion))
+			}
 			out := convertRequest(r.Context(), h.converters, req)
 			if errors.As(out.err, new(*inflight.Error)) {
 				// An answer, not a failed conversion: the

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -126,6 +128,21 @@ func defaultsAudit(before, after *v1.APIGatewaySpec) string {
 		add(!slices.Equal(before.TLS[i].Hosts, after.TLS[i].Hosts), "tlsHost")
 	}
 	return strings.Join(fields, ",")
+}
+
+// annotateSpan puts the audit annotations on the request's span too (a
+// no-op span when tracing is off), as apigateway.<key> attributes: a trace
+// shows which rules denied a write and what was defaulted.
+func annotateSpan(ctx context.Context, annotations map[string]string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	for k, v := range annotations {
+		if v != "" {
+			span.SetAttributes(attribute.String("apigateway."+k, v))
+		}
+	}
 }
 
 // imageSourceKey keys the request's *string the Defaulter writes the image's

@@ -76,6 +76,7 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 	if before.Image == "" {
 		audit[AuditImageSource] = *imageSource
 	}
+	annotateSpan(ctx, audit)
 	if !sure {
 		parents, err := parentOps(req.Object.Raw)
 		if err != nil {
@@ -204,6 +205,9 @@ func (h validatingHandler) Handle(ctx context.Context, req admission.Request) ad
 	audit := map[string]string{AuditRequestVersion: requestVersion(&req)}
 	if err != nil {
 		maps.Copy(audit, denialAudit(err))
+	}
+	annotateSpan(ctx, audit)
+	if err != nil {
 		return withAudit(denial(warnings, err), audit)
 	}
 	return withAudit(admission.Allowed("").WithWarnings(warnings...), audit)

@@ -3,7 +3,9 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"net/http"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +30,10 @@ type Options struct {
 	// webhook server hold together (see package inflight): 0 for
 	// inflight.DefaultBytes(), else at least inflight.MinBytes.
 	MaxInflightBytes int64
+	// Tracing wraps each path in a server span that continues the trace
+	// the API server sends (traceparent), named apigateway.mutate,
+	// apigateway.validate and apigateway.convert (see package tracing).
+	Tracing bool
 }
 
 // SetupWithManager registers the route index (package routeindex), and the
@@ -71,15 +77,21 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, budget.Wrap(chargeDecoded(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
+	register := func(path, span string, h http.Handler) {
+		if opts.Tracing {
+			h = otelhttp.NewHandler(h, span, otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return span }))
+		}
+		srv.Register(path, h)
+	}
+	register(MutatePath, "apigateway.mutate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
 	}}}}), admissionCopies))
-	srv.Register(ValidatePath, budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
+	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Services: services}},
 	}}), admissionCopies))
-	srv.Register(ConvertPath, budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
+	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil
 }
 

@@ -6,9 +6,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -21,6 +23,7 @@ import (
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -64,6 +67,17 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := tracing.Setup(context.Background(), o.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Flush the last spans; the collector may be gone, which costs
+		// at most this.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(ctx)
+	}()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)

@@ -21,6 +21,7 @@ import (
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -46,6 +47,7 @@ type options struct {
 	defaultReplicas int
 	clusterDomain   string
 	policyParams    string
+	otlpEndpoint    string
 	policyParamsKey types.NamespacedName // from policyParams; zero when empty
 	webhooks        webhooks.Options
 	certs           certs.Options
@@ -74,6 +76,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
@@ -96,6 +99,7 @@ func (o *options) complete() error {
 	o.controller.ClusterDomain = o.clusterDomain
 	o.certs.ClusterDomain = o.clusterDomain
 	o.controller.DefaultImage = o.webhooks.DefaultImage
+	o.webhooks.Tracing = tracing.Enabled(o.otlpEndpoint)
 	o.certs.CertDir = o.certDir
 	if o.webhookMaxInflight != "" {
 		q, err := resource.ParseQuantity(o.webhookMaxInflight)
