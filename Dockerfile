@@ -26,6 +26,7 @@ COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
+COPY tracing/ tracing/
 COPY webhooks/ webhooks/
 
 RUN --mount=type=cache,target=/root/go/pkg/mod \

@@ -135,7 +135,10 @@ func TestSelfSignedRotationUnderLoad(t *testing.T) {
 	shipSecret(t, o)
 	o.CALifetime, o.CARenewBefore = 40*time.Second, 24*time.Second
 	o.CertLifetime, o.CertRenewBefore = 12*time.Second, 6*time.Second
-	o.PropagationDelay, o.CAGracePeriod = 2*time.Second, 4*time.Second
+	// The API server applies a CRD's new caBundle to its conversion
+	// client asynchronously; on a loaded 2-core CI machine that once took
+	// more than 2 s, and a conversion failed (production waits a minute).
+	o.PropagationDelay, o.CAGracePeriod = 5*time.Second, 4*time.Second
 	o.ResyncPeriod = 5 * time.Second
 	a, b := startOperator(t, o), startOperator(t, o)
 	installWebhooks(t, o, a.port, b.port, a.port, nil)

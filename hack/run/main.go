@@ -289,7 +289,36 @@ func (r *runner) installManifests(ctx context.Context) error {
 	if out, err := wait.CombinedOutput(); err != nil {
 		return fmt.Errorf("waiting for %s: %w\n%s", crd, err, out)
 	}
-	return nil
+	return r.awaitPolicies(ctx, kubectl, kubeconfig)
+}
+
+// policyProbe is a complete gateway, created with --dry-run=server only.
+const policyProbe = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
+ "metadata": {"name": "policy-probe", "namespace": "default"},
+ "spec": {"image": "nginx:1.27", "replicas": 1,
+   "routes": [{"host": "policy-probe.example.com", "backendService": {"name": "svc", "port": 80}}]}}`
+
+// awaitPolicies waits until the API server's admission policy plugins have
+// read the new CRD's schema: until then every APIGateway write is answered
+// 503 "Resource kind ... not found", and the user's first apply would be.
+func (r *runner) awaitPolicies(ctx context.Context, kubectl, kubeconfig string) error {
+	deadline := time.Now().Add(r.startTimeout)
+	for {
+		probe := exec.CommandContext(ctx, kubectl, kubeconfig, "create", "--dry-run=server", "-o", "name", "-f", "-")
+		probe.Stdin = strings.NewReader(policyProbe)
+		out, err := probe.CombinedOutput()
+		switch {
+		case err == nil:
+			return nil
+		case !bytes.Contains(out, []byte("ServiceUnavailable")) || time.Now().After(deadline):
+			return fmt.Errorf("waiting for the API server to apply the admission policies to APIGateways: %w\n%s", err, out)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // startOperator runs the operator as its ServiceAccount, its output on
