@@ -43,7 +43,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&o.files, "f", "File, directory (its .yaml, .yml and .json files) or - for standard input; repeatable.")
 	fs.StringVar(&o.output, "o", "text", "Output: text (kubectl-like) or json.")
 	fs.StringVar(&o.namespace, "namespace", "default", "Namespace of the objects that name none.")
-	fs.StringVar(&o.defaultImage, "default-image", webhooks.DefaultImage, "The operator's --default-image: spec.image of gateways without one.")
+	fs.StringVar(&o.defaultImage, "default-image", webhooks.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Also check conflicts with the APIGateways of this cluster (read only).")
