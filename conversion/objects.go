@@ -40,6 +40,11 @@ var (
 	)
 )
 
+// JSONOptions are the options the conversion webhook decodes and encodes
+// objects with, for callers that must read and write them byte for byte as
+// it does (the offline convert command).
+func JSONOptions() (decode, encode json.Options) { return decodeOptions, encodeOptions }
+
 // converter converts objects to one API version, from the other one.
 type converter struct {
 	from, to string // apiVersions

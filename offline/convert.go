@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -14,20 +12,10 @@ import (
 	"example.com/apigateway-operator/conversion"
 )
 
-// The conversion webhook's JSON options (package conversion's decodeOptions
-// and encodeOptions): objects are read and written here as the webhook
-// reads and writes them, so a converted object is byte for byte the one
-// the API server would get back.
-var (
-	decodeOptions = json.DefaultOptionsV2()
-	encodeOptions = json.JoinOptions(
-		jsonv1.OmitEmptyWithLegacySemantics(true),
-		json.FormatNilSliceAsNull(true),
-		json.FormatNilMapAsNull(true),
-		json.Deterministic(true),
-		jsontext.AllowInvalidUTF8(true),
-	)
-)
+// The conversion webhook's JSON options: objects are read and written here
+// as the webhook reads and writes them, so a converted object is byte for
+// byte the one the API server would get back.
+var decodeOptions, encodeOptions = conversion.JSONOptions()
 
 // Versions are the APIGateway versions the commands read and write.
 var Versions = []string{v1.GroupVersion.Version, v1alpha1.GroupVersion.Version}

@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
@@ -35,9 +33,9 @@ type defaultsPolicy struct {
 }
 
 func newDefaultsPolicy() (*defaultsPolicy, error) {
-	var p admissionregistrationv1.MutatingAdmissionPolicy
-	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(policy.Defaults), 4096).Decode(&p); err != nil {
-		return nil, fmt.Errorf("reading the embedded defaults policy: %w", err)
+	p, _, err := policy.DefaultsPolicy()
+	if err != nil {
+		return nil, err
 	}
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -127,13 +125,8 @@ func policyShapes() []shape {
 func installDefaultsPolicy(t *testing.T, data map[string]string) map[string]string {
 	t.Helper()
 	ctx := t.Context()
-	var mutating admissionregistrationv1.MutatingAdmissionPolicy
-	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
-	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(policy.Defaults), 4096)
-	require.NoError(t, decoder.Decode(&mutating))
-	require.NoError(t, decoder.Decode(&binding))
-	require.Equal(t, "MutatingAdmissionPolicy", mutating.Kind)
-	require.Equal(t, "MutatingAdmissionPolicyBinding", binding.Kind)
+	mutating, binding, err := policy.DefaultsPolicy()
+	require.NoError(t, err)
 
 	params := driftNamespace(t, nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: policy.ParamsName, Namespace: params.Name}, Data: data}
@@ -148,11 +141,11 @@ func installDefaultsPolicy(t *testing.T, data map[string]string) map[string]stri
 	binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: selector},
 	}
-	require.NoError(t, env.Client.Create(ctx, &mutating), "the API server refuses the manifests' policy")
-	require.NoError(t, env.Client.Create(ctx, &binding))
+	require.NoError(t, env.Client.Create(ctx, mutating), "the API server refuses the manifests' policy")
+	require.NoError(t, env.Client.Create(ctx, binding))
 	t.Cleanup(func() {
-		assert.NoError(t, env.Client.Delete(context.Background(), &binding))
-		assert.NoError(t, env.Client.Delete(context.Background(), &mutating))
+		assert.NoError(t, env.Client.Delete(context.Background(), binding))
+		assert.NoError(t, env.Client.Delete(context.Background(), mutating))
 	})
 	return selector
 }

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -14,13 +13,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // TestPolicyWarnsLikeSpecWarnings holds the warnings policy the manifests
@@ -97,20 +96,17 @@ func labelledFor(t *testing.T, namespace string) map[string]string {
 // binding under names of the test's own, bound to namespaces with labels.
 func installWarningsPolicy(t *testing.T, labels map[string]string) {
 	t.Helper()
-	var vap admissionregistrationv1.ValidatingAdmissionPolicy
-	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(policy.Warnings), 4096)
-	require.NoError(t, decoder.Decode(&vap))
-	require.NoError(t, decoder.Decode(&binding))
+	vap, binding, err := policy.WarningsPolicy()
+	require.NoError(t, err)
 	id := labels["policy-warnings"]
 	vap.Name, binding.Name = "warnings-"+id, "warnings-"+id
 	binding.Spec.PolicyName = vap.Name
 	binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels}}
-	require.NoError(t, env.Client.Create(t.Context(), &vap), "the API server refuses the manifests' warnings policy")
-	require.NoError(t, env.Client.Create(t.Context(), &binding))
+	require.NoError(t, env.Client.Create(t.Context(), vap), "the API server refuses the manifests' warnings policy")
+	require.NoError(t, env.Client.Create(t.Context(), binding))
 	t.Cleanup(func() {
-		assert.NoError(t, env.Client.Delete(context.Background(), &binding))
-		assert.NoError(t, env.Client.Delete(context.Background(), &vap))
+		assert.NoError(t, env.Client.Delete(context.Background(), binding))
+		assert.NoError(t, env.Client.Delete(context.Background(), vap))
 	})
 }
 
@@ -153,11 +149,7 @@ func (w *warningRecorder) policyMessages() []string {
 	defer w.mu.Unlock()
 	var out []string
 	for _, m := range w.messages {
-		if !strings.HasPrefix(m, "Validation failed for ValidatingAdmissionPolicy ") {
-			continue
-		}
-		// "... 'policy' with binding 'binding': message"
-		if _, msg, ok := strings.Cut(m, "': "); ok {
+		if msg, ok := testenv.PolicyWarning(m); ok {
 			out = append(out, msg)
 		}
 	}

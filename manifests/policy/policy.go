@@ -3,7 +3,16 @@
 // so tests use the very YAML the manifests install.
 package policy
 
-import _ "embed"
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"reflect"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+)
 
 // Defaults is defaults.yaml: the MutatingAdmissionPolicy and its binding.
 //
@@ -25,3 +34,33 @@ const (
 	ParamImage    = "image"
 	ParamReplicas = "replicas"
 )
+
+// DefaultsPolicy decodes Defaults: the MutatingAdmissionPolicy and its
+// binding, as the manifests install them.
+func DefaultsPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+	p, b := &admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	return p, b, decode(Defaults, "defaults.yaml", p, b)
+}
+
+// WarningsPolicy decodes Warnings: the ValidatingAdmissionPolicy and its
+// binding, as the manifests install them.
+func WarningsPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	p, b := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	return p, b, decode(Warnings, "warnings.yaml", p, b)
+}
+
+// decode reads the YAML documents of data into objs, in order, and checks
+// each is the kind it was decoded into.
+func decode(data []byte, file string, objs ...runtime.Object) error {
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for _, obj := range objs {
+		if err := decoder.Decode(obj); err != nil {
+			return fmt.Errorf("reading manifests/policy/%s: %w", file, err)
+		}
+		want := reflect.TypeOf(obj).Elem().Name()
+		if got := obj.GetObjectKind().GroupVersionKind().Kind; got != want {
+			return fmt.Errorf("manifests/policy/%s: found a %s where a %s belongs", file, got, want)
+		}
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/apigateway-operator/offline"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // verdict is what one side said about one object: admitted or not, the
@@ -96,15 +97,11 @@ func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
 	w.warnings = append(w.warnings, policyMessage(text))
 }
 
-// policyMessage is a warning without the prefix the API server puts before
-// a ValidatingAdmissionPolicy's message ("Validation failed for
-// ValidatingAdmissionPolicy 'p' with binding 'b': "); offline prints the
-// message alone.
+// policyMessage is a warning as offline prints it: a policy's message
+// without the API server's prefix.
 func policyMessage(warning string) string {
-	if rest, ok := strings.CutPrefix(warning, "Validation failed for ValidatingAdmissionPolicy "); ok {
-		if _, msg, ok := strings.Cut(rest, "': "); ok {
-			return msg
-		}
+	if msg, ok := testenv.PolicyWarning(warning); ok {
+		return msg
 	}
 	return warning
 }

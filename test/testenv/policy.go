@@ -1,19 +1,17 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,30 +32,20 @@ func (e *Env) installPolicies(ctx context.Context, data map[string]string) error
 	if err := e.Client.Create(ctx, cm); err != nil {
 		return fmt.Errorf("creating the defaults policy's parameters: %w", err)
 	}
-	if err := e.create(ctx, policy.Defaults, &admissionregistrationv1.MutatingAdmissionPolicy{},
-		&admissionregistrationv1.MutatingAdmissionPolicyBinding{}); err != nil {
+	mutating, mutatingBinding, err := policy.DefaultsPolicy()
+	if err != nil {
 		return err
 	}
-	if err := e.create(ctx, policy.Warnings, &admissionregistrationv1.ValidatingAdmissionPolicy{},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); err != nil {
+	validating, validatingBinding, err := policy.WarningsPolicy()
+	if err != nil {
 		return err
 	}
-	return e.awaitPolicies(ctx)
-}
-
-// create decodes the YAML documents of manifest into objs, in order, and
-// creates them.
-func (e *Env) create(ctx context.Context, manifest []byte, objs ...client.Object) error {
-	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
-	for _, obj := range objs {
-		if err := decoder.Decode(obj); err != nil {
-			return fmt.Errorf("reading manifests/policy: %w", err)
-		}
+	for _, obj := range []client.Object{mutating, mutatingBinding, validating, validatingBinding} {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("installing %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
-	return nil
+	return e.awaitPolicies(ctx)
 }
 
 // awaitPolicies waits (bounded) until a dry-run create of a gateway with an
@@ -107,3 +95,16 @@ type warningSeen struct{ seen atomic.Bool }
 func (w *warningSeen) HandleWarningHeader(int, string, string) { w.seen.Store(true) }
 func (w *warningSeen) reset()                                  { w.seen.Store(false) }
 func (w *warningSeen) any() bool                               { return w.seen.Load() }
+
+// PolicyWarning is the message of a warning a ValidatingAdmissionPolicy
+// sent, without the prefix the API server puts before it ("Validation
+// failed for ValidatingAdmissionPolicy 'p' with binding 'b': "); ok is
+// false for any other warning.
+func PolicyWarning(warning string) (message string, ok bool) {
+	rest, ok := strings.CutPrefix(warning, "Validation failed for ValidatingAdmissionPolicy ")
+	if !ok {
+		return "", false
+	}
+	_, message, ok = strings.Cut(rest, "': ")
+	return message, ok
+}
