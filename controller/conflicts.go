@@ -18,8 +18,8 @@ import (
 	"example.com/apigateway-operator/routeindex"
 )
 
-// Two APIGateways of one ingress class with a route of the same
-// validation.RouteKey would fight over its requests. The validating
+// Two APIGateways of one ingress class, or attached to one Gateway, with a
+// route of the same validation.RouteKey would fight over its requests. The validating
 // webhook refuses the second, but it fails open, so while it does not
 // answer both can be stored. The reconciler then resolves the conflict the
 // way Gateway API resolves conflicting routes: the oldest gateway serves
@@ -57,16 +57,33 @@ func (c routeConflict) String() string {
 func resolveConflicts(gw *v1.APIGateway, holders map[string][]*v1.APIGateway) ([]v1.Route, []routeConflict) {
 	kept := make([]v1.Route, 0, len(gw.Spec.Routes))
 	var lost []routeConflict
+	scopes := validation.RouteScopes(gw)
 	for i := range gw.Spec.Routes {
 		r := &gw.Spec.Routes[i]
-		key, ok := validation.RouteKey(gw.Spec.IngressClassName, r)
-		if w := winner(gw, holders[key]); ok && w != nil {
+		if w := routeWinner(gw, r, scopes, holders); w != nil {
 			lost = append(lost, routeConflict{index: i, route: *r, holder: w, sameAge: w.CreationTimestamp.Equal(&gw.CreationTimestamp)})
 			continue
 		}
 		kept = append(kept, *r)
 	}
 	return kept, lost
+}
+
+// routeWinner is the gateway that serves r instead of gw in one of gw's
+// scopes, or nil when gw serves it in all. A route lost at one parent
+// Gateway is left out at every other too: all of them get the same
+// HTTPRoutes.
+func routeWinner(gw *v1.APIGateway, r *v1.Route, scopes []string, holders map[string][]*v1.APIGateway) *v1.APIGateway {
+	for _, scope := range scopes {
+		key, ok := validation.RouteKey(scope, r)
+		if !ok {
+			return nil
+		}
+		if w := winner(gw, holders[key]); w != nil {
+			return w
+		}
+	}
+	return nil
 }
 
 // winner is the gateway of holders that serves their shared route, or nil
@@ -118,7 +135,7 @@ func conflictsMessage(lost []routeConflict) string {
 	if more := len(lost) - len(shown); more > 0 {
 		msg += fmt.Sprintf("; and %d more", more)
 	}
-	return msg + ". Only the oldest APIGateway of an ingress class serves a host, pathType and path; " +
+	return msg + ". Only the oldest APIGateway of an ingress class, or of a parent Gateway, serves a host, pathType and path; " +
 		"remove or change the route here or there"
 }
 

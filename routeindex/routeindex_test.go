@@ -37,7 +37,7 @@ func TestIndexFunc(t *testing.T) {
 	gw.Spec.Routes[3].PathType = v1.PathTypeExact
 	keys, err := IndexFunc(gw)
 	require.NoError(t, err)
-	want := func(r v1.Route) string { k, _ := validation.RouteKey(ptr.To("nginx"), &r); return k }
+	want := func(r v1.Route) string { k, _ := validation.RouteKey(validation.RouteScopes(gw)[0], &r); return k }
 	exact := route("/users")
 	exact.PathType = v1.PathTypeExact
 	assert.Equal(t, []string{want(route("/users")), want(route("/products/")), want(exact)}, keys,
@@ -61,7 +61,7 @@ func TestFinder(t *testing.T) {
 	finder := NewFinder(indexer)
 	names := func(path string) []string {
 		r := route(path)
-		key, ok := validation.RouteKey(nil, &r)
+		key, ok := validation.RouteKey(validation.RouteScopes(a)[0], &r)
 		require.True(t, ok)
 		gws, err := finder.Serving(context.Background(), key)
 		require.NoError(t, err)

@@ -88,21 +88,41 @@ func validateConflicts(old, gw *v1.APIGateway, others []v1.APIGateway, fld *fiel
 		}
 	}
 	var errs field.ErrorList
+	scopes := validation.RouteScopes(gw)
 	for i := range gw.Spec.Routes {
 		r := &gw.Spec.Routes[i]
-		key, ok := validation.RouteKey(gw.Spec.IngressClassName, r)
-		holders := servedBy[key]
-		if !ok || len(holders) == 0 || slices.Contains(had, key) {
-			continue
+		for _, scope := range scopes {
+			key, ok := validation.RouteKey(scope, r)
+			holders := servedBy[key]
+			if !ok || len(holders) == 0 || slices.Contains(had, key) {
+				continue
+			}
+			slices.Sort(holders)
+			e := field.Duplicate(fld.Index(i), validation.RouteString(r))
+			e.Detail = fmt.Sprintf("host and path already served by %s, which also routes %s for %s; %s, "+
+				"so only one gateway can have it: use another host or path, or remove the route there",
+				gatewayNames(holders), validation.MatchString(r), scopeName(gw, scope), scopeMerges(gw))
+			errs = append(errs, e.WithOrigin(RuleConflict))
+			break
 		}
-		slices.Sort(holders)
-		e := field.Duplicate(fld.Index(i), validation.RouteString(r))
-		e.Detail = fmt.Sprintf("host and path already served by %s, which also routes %s for %s; Ingress controllers merge a host's paths across namespaces, "+
-			"so only one gateway can have it: use another host or path, or remove the route there",
-			gatewayNames(holders), validation.MatchString(r), className(gw.Spec.IngressClassName))
-		errs = append(errs, e.WithOrigin(RuleConflict))
 	}
 	return errs
+}
+
+// scopeName names a scope of gw's (validation.RouteScopes) for a message.
+func scopeName(gw *v1.APIGateway, scope string) string {
+	if g, ok := strings.CutPrefix(scope, "gateway "); ok && validation.ExposedByHTTPRoute(&gw.Spec) {
+		return "Gateway " + g
+	}
+	return className(gw.Spec.IngressClassName)
+}
+
+// scopeMerges says why routes of one scope compete.
+func scopeMerges(gw *v1.APIGateway) string {
+	if validation.ExposedByHTTPRoute(&gw.Spec) {
+		return "a Gateway merges the HTTPRoutes attached to it, whatever their namespaces"
+	}
+	return "Ingress controllers merge a host's paths across namespaces"
 }
 
 // gatewayNames names the holders of a route, as namespace/name, up to

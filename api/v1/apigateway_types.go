@@ -41,6 +41,8 @@ const (
 // entry and host; see validation.RuleTLSHosts).
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.all(t, t.hosts.all(h, h in self.routes.map(r, r.host)))",fieldPath=".tls",message="every TLS host must be the host of one of the gateway's routes",messageExpression="'host ' + self.tls.map(t, t.hosts.filter(h, !(h in self.routes.map(r, r.host)))).flatten()[0] + ' is not the host of any of the gateway\\'s routes: every TLS host must be one'"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || size(self.tls.map(t, t.hosts).flatten()) == size(self.tls.map(t, t.hosts).flatten().distinct())",fieldPath=".tls",message="a host may be listed once, in one TLS entry: a host can have only one certificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.exposure) || self.exposure.type != 'HTTPRoute' || !has(self.tls)",fieldPath=".tls",message="with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners: put the certificate in a listener's certificateRefs and remove spec.tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.exposure) || self.exposure.type != 'HTTPRoute' || !has(self.ingressClassName)",fieldPath=".ingressClassName",message="ingressClassName selects the class of the gateway's Ingress, which exposure type HTTPRoute does not create: remove it"
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods, an nginx build that
 	// runs as a non-root user. When empty, the admission webhook fills in the
@@ -79,14 +81,16 @@ type APIGatewaySpec struct {
 
 	// tls lists the hosts served over HTTPS by the gateway's Ingress and the
 	// Secret holding each group's certificate. Every host must be the host of
-	// some route.
+	// some route. Refused with exposure type HTTPRoute, whose TLS is the
+	// parent Gateway's.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
 	TLS []GatewayTLS `json:"tls,omitempty"`
 
 	// ingressClassName selects the IngressClass of the gateway's Ingress.
-	// When unset, the cluster's default IngressClass is used.
+	// When unset, the cluster's default IngressClass is used. Refused with
+	// exposure type HTTPRoute, which creates no Ingress.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of an IngressClass: a lower-case DNS subdomain such as nginx"
@@ -96,6 +100,97 @@ type APIGatewaySpec struct {
 	// resources are the compute requests and limits of the gateway container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// exposure selects the object that sends requests from outside the
+	// cluster to the gateway's Service: an Ingress (type Ingress, the
+	// default when exposure is unset) or Gateway API HTTPRoutes attached
+	// to the Gateways in httpRoute.parentRefs (type HTTPRoute).
+	// +optional
+	Exposure *Exposure `json:"exposure,omitempty"`
+}
+
+// ExposureType names the kind of object that exposes a gateway.
+// +kubebuilder:validation:Enum=Ingress;HTTPRoute
+type ExposureType string
+
+const (
+	// ExposureIngress exposes the gateway through an Ingress of the
+	// gateway's name, of spec.ingressClassName.
+	ExposureIngress ExposureType = "Ingress"
+	// ExposureHTTPRoute exposes the gateway through Gateway API HTTPRoutes
+	// (gateway.networking.k8s.io/v1), one per route host, attached to the
+	// Gateways of spec.exposure.httpRoute.parentRefs.
+	ExposureHTTPRoute ExposureType = "HTTPRoute"
+)
+
+// Exposure is a union: type says which member applies, and only that
+// member may be set (Ingress has none).
+// +kubebuilder:validation:XValidation:rule="self.type == 'HTTPRoute' ? has(self.httpRoute) : !has(self.httpRoute)",message="httpRoute is required when type is HTTPRoute, and allowed only then"
+// +union
+type Exposure struct {
+	// type is Ingress or HTTPRoute.
+	// +unionDiscriminator
+	// +required
+	Type ExposureType `json:"type"`
+
+	// httpRoute configures the HTTPRoutes, with type HTTPRoute.
+	// +optional
+	HTTPRoute *HTTPRouteExposure `json:"httpRoute,omitempty"`
+}
+
+// HTTPRouteExposure names the Gateways the gateway's HTTPRoutes attach to.
+//
+// TLS is the business of the Gateway's listeners (their certificateRefs),
+// so spec.tls is refused with this exposure, as is spec.ingressClassName,
+// which only an Ingress has.
+type HTTPRouteExposure struct {
+	// parentRefs are the Gateways (gateway.networking.k8s.io/v1) every
+	// HTTPRoute of the gateway attaches to, from 1 to 32. Two references
+	// to one Gateway must each name a different listener (sectionName or
+	// port), as Gateway API requires. (The admission webhook checks that;
+	// the schema cannot within the API server's budget for its rules, so
+	// while the webhook is down Gateway API's own schema refuses the
+	// HTTPRoutes and the gateway reports it in its Degraded condition.)
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +required
+	ParentRefs []ParentGatewayReference `json:"parentRefs"`
+}
+
+// ParentGatewayReference names a Gateway, and optionally one of its
+// listeners, that an HTTPRoute attaches to.
+type ParentGatewayReference struct {
+	// namespace is the Gateway's namespace; unset means the gateway's own.
+	// A Gateway in another namespace accepts the route only if its
+	// listener's allowedRoutes admits this namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Label().validate(self).hasValue()",message="must be the name of a Namespace: a lower-case DNS label such as infra"
+	// +optional
+	Namespace *string `json:"namespace,omitempty"`
+
+	// name is the Gateway's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of a Gateway: a lower-case DNS subdomain such as public"
+	// +required
+	Name string `json:"name"`
+
+	// sectionName is the name of the Gateway's listener to attach to;
+	// unset means every listener that accepts the route.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of a listener: a lower-case DNS subdomain such as https"
+	// +optional
+	SectionName *string `json:"sectionName,omitempty"`
+
+	// port is the port of the Gateway's listeners to attach to, from 1 to
+	// 65535; unset means any.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port *int32 `json:"port,omitempty"`
 }
 
 // Route sends the requests for one host and path to one backend Service.
@@ -196,7 +291,8 @@ type APIGatewayStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// conditions are Ready, Progressing, Degraded and Accepted.
+	// conditions are Ready, Progressing, Degraded and Accepted, and Exposed
+	// with exposure type HTTPRoute.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -217,6 +313,7 @@ type APIGatewayStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Exposed",type=string,JSONPath=`.status.conditions[?(@.type=="Exposed")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type APIGateway struct {
 	metav1.TypeMeta   `json:",inline"`

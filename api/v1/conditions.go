@@ -18,3 +18,28 @@ const (
 	// there, or change their host or path.
 	ReasonRouteConflict = "RouteConflict"
 )
+
+// ConditionExposed, reported with exposure type HTTPRoute only, is what
+// the parent Gateways say of the gateway's HTTPRoutes: True when every
+// Gateway of spec.exposure.httpRoute.parentRefs has accepted every
+// HTTPRoute (Accepted) and resolved its backend (ResolvedRefs); False
+// with the Gateway's own reason and message when one has refused; Unknown
+// until each has answered. An Ingress has no such answer, so gateways
+// exposed through one do not report it.
+const ConditionExposed = "Exposed"
+
+// Reasons of the Exposed condition besides those Gateway API controllers
+// report (such as NotAllowedByListeners or NoMatchingListenerHostname),
+// which it carries as they are.
+const (
+	// ReasonExposed: every parent Gateway accepted every HTTPRoute.
+	ReasonExposed = "Exposed"
+	// ReasonPending: some parent Gateway has not reported on some
+	// HTTPRoute yet (no controller serves its GatewayClass, or it has not
+	// caught up).
+	ReasonPending = "Pending"
+	// ReasonGatewayAPIMissing: the cluster does not serve
+	// gateway.networking.k8s.io/v1 HTTPRoutes; install Gateway API's
+	// CRDs, then restart the operator, which looks for them as it starts.
+	ReasonGatewayAPIMissing = "GatewayAPIMissing"
+)

@@ -229,7 +229,7 @@ func TestGetShowsPrinterColumns(t *testing.T) {
 	require.NoError(t, res.Err)
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	require.Len(t, lines, 2, res.Stdout)
-	assert.Equal(t, []string{"NAME", "IMAGE", "REPLICAS", "READY", "STATUS", "AGE"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"NAME", "IMAGE", "REPLICAS", "READY", "STATUS", "EXPOSED", "AGE"}, strings.Fields(lines[0]))
 	assert.Equal(t, []string{"columns", "nginx:1.27", "3"}, strings.Fields(lines[1])[:3])
 
 	// The category finds it too.

@@ -25,8 +25,8 @@ func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
 	for i := range routes {
 		r := &routes[i]
 		errs = append(errs, ValidateRoute(r, fld, i)...)
-		// Within one gateway every route has the gateway's class.
-		key, ok := RouteKey(nil, r)
+		// Within one gateway every route has the gateway's scopes.
+		key, ok := RouteKey("", r)
 		if !ok {
 			continue
 		}
@@ -120,37 +120,88 @@ func validateBackendPort(port int32, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-// RouteKey is what the Ingress controller tells two routes apart by: the
-// gateway's ingress class, the route's pathType, host and normalised path
-// (routepath.MatchPath: percent-decoded, a Prefix path without its trailing
-// "/"). Two routes with one key compete for the same requests, whatever
-// their namespaces, since Ingress controllers merge the rules of one host
-// across the cluster. The class is quoted, or "default" when unset (the
-// cluster's default class, its own class here), and the host, which holds
-// no space, ends where the path's "/" begins. It returns false when r's
-// path has no normal form: validation refuses such a path and the renderer
-// never serves it, so it competes with nothing.
-func RouteKey(ingressClassName *string, r *v1.Route) (string, bool) {
+// RouteKey is what the Ingress controller, or a parent Gateway, tells two
+// routes apart by: the scope the route is exposed in (a RouteScopes
+// entry), the route's pathType, host and normalised path
+// (routepath.MatchPath: percent-decoded, a Prefix path without its
+// trailing "/"). Two routes with one key compete for the same requests,
+// whatever their namespaces, since Ingress controllers merge the rules of
+// one host across the cluster and a Gateway merges its HTTPRoutes'. The
+// host, which holds no space, ends where the path's "/" begins. It returns
+// false when r's path has no normal form: validation refuses such a path
+// and the renderer never serves it, so it competes with nothing.
+func RouteKey(scope string, r *v1.Route) (string, bool) {
 	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		return "", false
 	}
-	return classKey(ingressClassName) + " " + string(r.PathType) + " " + r.Host + p, true
+	return scope + " " + string(r.PathType) + " " + r.Host + p, true
 }
 
-func classKey(ingressClassName *string) string {
-	if ingressClassName == nil {
-		return "default"
+// RouteScopes are the scopes in which gw's routes compete with other
+// gateways' (see RouteKey): its ingress class, quoted, or "default" when
+// unset (the cluster's default class, its own class here); with exposure
+// type HTTPRoute, each parent Gateway, as "gateway <namespace>/<name>" (a
+// Gateway merges the routes of all its listeners, so the listener does not
+// count). A Gateway listed twice, for two listeners, is one scope.
+func RouteScopes(gw *v1.APIGateway) []string {
+	if !ExposedByHTTPRoute(&gw.Spec) {
+		if gw.Spec.IngressClassName == nil {
+			return []string{"default"}
+		}
+		return []string{strconv.Quote(*gw.Spec.IngressClassName)}
 	}
-	return strconv.Quote(*ingressClassName)
+	var scopes []string
+	for _, p := range gw.Spec.Exposure.HTTPRoute.ParentRefs {
+		if s := "gateway " + ParentGateway(gw.Namespace, &p); !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	return scopes
 }
 
-// RouteKeys returns gw's distinct route keys, in route order.
+// ExposedByHTTPRoute reports whether spec asks for HTTPRoutes rather than
+// an Ingress.
+func ExposedByHTTPRoute(spec *v1.APIGatewaySpec) bool {
+	return spec.Exposure != nil && spec.Exposure.Type == v1.ExposureHTTPRoute && spec.Exposure.HTTPRoute != nil
+}
+
+// ParentGateway is the Gateway p names, as namespace/name, for a gateway
+// in namespace.
+func ParentGateway(namespace string, p *v1.ParentGatewayReference) string {
+	if p.Namespace != nil {
+		namespace = *p.Namespace
+	}
+	return namespace + "/" + p.Name
+}
+
+// ParentString renders p for messages: its Gateway, as ParentGateway does
+// for a gateway in namespace ("" leaves an unset namespace out), and its
+// listener.
+func ParentString(p *v1.ParentGatewayReference, namespace string) string {
+	s := p.Name
+	if g := ParentGateway(namespace, p); namespace != "" || p.Namespace != nil {
+		s = g
+	}
+	if p.SectionName != nil {
+		s += " listener " + *p.SectionName
+	}
+	if p.Port != nil {
+		s += fmt.Sprintf(" port %d", *p.Port)
+	}
+	return "Gateway " + s
+}
+
+// RouteKeys returns gw's distinct route keys: each route's key in each of
+// gw's scopes, in route order.
 func RouteKeys(gw *v1.APIGateway) []string {
-	keys := make([]string, 0, len(gw.Spec.Routes))
+	scopes := RouteScopes(gw)
+	keys := make([]string, 0, len(gw.Spec.Routes)*len(scopes))
 	for i := range gw.Spec.Routes {
-		if k, ok := RouteKey(gw.Spec.IngressClassName, &gw.Spec.Routes[i]); ok && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		for _, scope := range scopes {
+			if k, ok := RouteKey(scope, &gw.Spec.Routes[i]); ok && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 		}
 	}
 	return keys

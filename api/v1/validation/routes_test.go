@@ -44,7 +44,8 @@ func TestRouteKey(t *testing.T) {
 		"class with a space cannot fake a key": {a: inClass("a Prefix", prefix("/")), b: inClass("a", classRoute{host: "Prefix api.example.com", path: "/", pt: "Prefix"})},
 	}
 	key := func(t *testing.T, r classRoute) string {
-		k, ok := RouteKey(r.class, &v1.Route{Host: r.host, Path: r.path, PathType: v1.PathType(r.pt)})
+		scope := RouteScopes(&v1.APIGateway{Spec: v1.APIGatewaySpec{IngressClassName: r.class}})[0]
+		k, ok := RouteKey(scope, &v1.Route{Host: r.host, Path: r.path, PathType: v1.PathType(r.pt)})
 		require.True(t, ok, "%+v has a key", r)
 		return k
 	}
@@ -63,7 +64,7 @@ func TestRouteKey(t *testing.T) {
 // the route conflicts with nothing.
 func TestRouteKeyOfAnInvalidPath(t *testing.T) {
 	for _, path := range []string{"/%zz", "/a%20b", "/a/%2e%2e/b"} {
-		_, ok := RouteKey(nil, &v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix})
+		_, ok := RouteKey("default", &v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix})
 		assert.False(t, ok, path)
 	}
 }

@@ -43,4 +43,12 @@ const (
 	// RuleResources: spec.resources passes the checks the API server makes
 	// of a container's resources.
 	RuleResources = "resources"
+	// RuleExposure: spec.exposure's type is Ingress or HTTPRoute, with
+	// httpRoute set for HTTPRoute only; HTTPRoute rules out spec.tls and
+	// spec.ingressClassName.
+	RuleExposure = "exposure"
+	// RuleParentRefs: spec.exposure.httpRoute.parentRefs lists 1 to 32
+	// well-formed Gateway references, each once; references to one
+	// Gateway all name a listener.
+	RuleParentRefs = "exposure.httpRoute.parentRefs"
 )

@@ -23,6 +23,9 @@ const (
 	maxRoutes      = 100
 	maxTLS         = 16
 	maxTLSHosts    = 100
+	// maxParentRefs is also Gateway API's limit on an HTTPRoute's
+	// parentRefs.
+	maxParentRefs = 32
 )
 
 // Validate checks gw against every rule of this package and returns all the
@@ -47,6 +50,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
 	errs = append(errs, validateIngressClassName(gw.Spec.IngressClassName, spec.Child("ingressClassName"))...)
 	errs = append(errs, validateResources(gw.Spec.Resources, spec.Child("resources"))...)
+	errs = append(errs, validateExposure(&gw.Spec, spec)...)
 	return errs
 }
 
@@ -62,6 +66,9 @@ func ValidateCounts(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
 	}
 	if n := len(spec.TLS); n > maxTLS {
 		errs = append(errs, field.TooMany(fld.Child("tls"), n, maxTLS).WithOrigin(RuleTLS))
+	}
+	if e := spec.Exposure; e != nil && e.HTTPRoute != nil && len(e.HTTPRoute.ParentRefs) > maxParentRefs {
+		errs = append(errs, field.TooMany(fld.Child("exposure", "httpRoute", "parentRefs"), len(e.HTTPRoute.ParentRefs), maxParentRefs).WithOrigin(RuleParentRefs))
 	}
 	for i, t := range spec.TLS {
 		if n := len(t.Hosts); n > maxTLSHosts {

@@ -1,0 +1,126 @@
+package validation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// validateExposure checks spec.exposure and what it rules out elsewhere in
+// the spec: with type HTTPRoute, the parent Gateways' listeners terminate
+// TLS and there is no Ingress, so spec.tls and spec.ingressClassName are
+// refused rather than silently ignored (a user who set them expects
+// them to act).
+func validateExposure(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
+	e := spec.Exposure
+	if e == nil {
+		return nil
+	}
+	efld := fld.Child("exposure")
+	var errs field.ErrorList
+	switch e.Type {
+	case v1.ExposureIngress:
+		if e.HTTPRoute != nil {
+			errs = append(errs, field.Forbidden(efld.Child("httpRoute"), "allowed only with type HTTPRoute").WithOrigin(RuleExposure))
+		}
+	case v1.ExposureHTTPRoute:
+		errs = append(errs, validateHTTPRouteExposure(e.HTTPRoute, efld.Child("httpRoute"))...)
+		if len(spec.TLS) > 0 {
+			errs = append(errs, field.Forbidden(fld.Child("tls"), "with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners: "+
+				"put the certificate in a listener's certificateRefs and remove spec.tls").WithOrigin(RuleExposure))
+		}
+		if spec.IngressClassName != nil {
+			errs = append(errs, field.Forbidden(fld.Child("ingressClassName"), "selects the class of the gateway's Ingress, "+
+				"which exposure type HTTPRoute does not create: remove it").WithOrigin(RuleExposure))
+		}
+	default:
+		errs = append(errs, field.NotSupported(efld.Child("type"), e.Type,
+			[]string{string(v1.ExposureIngress), string(v1.ExposureHTTPRoute)}).WithOrigin(RuleExposure))
+	}
+	return errs
+}
+
+func validateHTTPRouteExposure(h *v1.HTTPRouteExposure, fld *field.Path) field.ErrorList {
+	switch {
+	case h == nil:
+		return field.ErrorList{field.Required(fld, "the Gateways to attach to, such as {parentRefs: [{name: public, namespace: infra}]}").WithOrigin(RuleParentRefs)}
+	case len(h.ParentRefs) == 0:
+		return field.ErrorList{field.Required(fld.Child("parentRefs"), "at least one Gateway, such as {name: public, namespace: infra}").WithOrigin(RuleParentRefs)}
+	}
+	var errs field.ErrorList
+	first := map[parentKey]int{}
+	for i, p := range h.ParentRefs {
+		pfld := fld.Child("parentRefs").Index(i)
+		errs = append(errs, validateParentRef(&p, pfld)...)
+		key := asWritten(p)
+		if j, dup := first[key]; dup {
+			e := field.Duplicate(pfld, ParentString(&p, ""))
+			e.Detail = fmt.Sprintf("same Gateway and listener as parentRefs[%d]", j)
+			errs = append(errs, e.WithOrigin(RuleParentRefs))
+			continue
+		}
+		first[key] = i
+		for j := range i {
+			q := h.ParentRefs[j]
+			if sameParent(p, q) && hasListener(p) != hasListener(q) {
+				errs = append(errs, field.Invalid(pfld, ParentString(&p, ""), fmt.Sprintf("parentRefs[%d] names the same Gateway: "+
+					"references to one Gateway must all name a listener (sectionName or port), or be the only reference to it", j)).WithOrigin(RuleParentRefs))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func validateParentRef(p *v1.ParentGatewayReference, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p.Namespace != nil && len(validation.IsDNS1123Label(*p.Namespace)) > 0 {
+		errs = append(errs, field.Invalid(fld.Child("namespace"), *p.Namespace,
+			"must be the name of a Namespace: a lower-case DNS label such as infra").WithOrigin(RuleParentRefs))
+	}
+	switch {
+	case p.Name == "":
+		errs = append(errs, field.Required(fld.Child("name"), "the Gateway's name").WithOrigin(RuleParentRefs))
+	case len(validation.IsDNS1123Subdomain(p.Name)) > 0:
+		errs = append(errs, field.Invalid(fld.Child("name"), p.Name,
+			"must be the name of a Gateway: a lower-case DNS subdomain such as public").WithOrigin(RuleParentRefs))
+	}
+	if p.SectionName != nil && len(validation.IsDNS1123Subdomain(*p.SectionName)) > 0 {
+		errs = append(errs, field.Invalid(fld.Child("sectionName"), *p.SectionName,
+			"must be the name of a listener: a lower-case DNS subdomain such as https").WithOrigin(RuleParentRefs))
+	}
+	if p.Port != nil && (*p.Port < 1 || *p.Port > 65535) {
+		errs = append(errs, field.Invalid(fld.Child("port"), *p.Port, "must be a port number from 1 to 65535").WithOrigin(RuleParentRefs))
+	}
+	return errs
+}
+
+// parentKey is a reference as written: two references are repeated when
+// they are written alike, as the schema compares them (an unset namespace
+// and the gateway's own name one Gateway, which ParentGateway resolves for
+// the conflict checks).
+type parentKey struct {
+	namespace, name, sectionName string
+	port                         int32
+}
+
+func asWritten(p v1.ParentGatewayReference) parentKey {
+	return parentKey{deref(p.Namespace), p.Name, deref(p.SectionName), deref(p.Port)}
+}
+
+func sameParent(a, b v1.ParentGatewayReference) bool {
+	return deref(a.Namespace) == deref(b.Namespace) && a.Name == b.Name
+}
+
+func hasListener(p v1.ParentGatewayReference) bool { return p.SectionName != nil || p.Port != nil }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
