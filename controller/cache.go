@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -33,8 +34,11 @@ import (
 // validating webhook's index read neither the managed fields nor kubectl's
 // last-applied configuration, which copies the whole object. Nothing else
 // the operator caches has its managed fields read either.
-func CacheOptions() cache.Options {
-	return cache.Options{
+//
+// gatewayAPI (Options.GatewayAPI) adds the HTTPRoutes: the cache refuses
+// to start with a kind the API server does not serve.
+func CacheOptions(gatewayAPI bool) cache.Options {
+	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&v1.APIGateway{}:        {Transform: slimGateway},
@@ -44,6 +48,10 @@ func CacheOptions() cache.Options {
 			&networkingv1.Ingress{}: cachedChildren(ingressChild),
 		},
 	}
+	if gatewayAPI {
+		opts.ByObject[&gatewayv1.HTTPRoute{}] = cachedChildren(httpRouteChild)
+	}
+	return opts
 }
 
 // cachedChildren caches the labelled objects of k's kind, transformed.
@@ -167,4 +175,7 @@ var (
 	slimIngress = func(i *networkingv1.Ingress) {
 		i.Spec, i.Status = networkingv1.IngressSpec{}, networkingv1.IngressStatus{}
 	}
+	// The parents' verdicts make the Exposed condition, whose message
+	// names the route's host.
+	slimHTTPRoute = func(r *gatewayv1.HTTPRoute) { r.Spec = gatewayv1.HTTPRouteSpec{Hostnames: r.Spec.Hostnames} }
 )

@@ -5,6 +5,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -26,9 +27,13 @@ type Desired struct {
 	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
-	// Ingress is nil for a gateway without routes: the reconciler then
-	// deletes the gateway's Ingress.
+	// Ingress is nil for a gateway without routes, or exposed through
+	// HTTPRoutes: the reconciler then deletes the gateway's Ingress.
 	Ingress *networkingv1ac.IngressApplyConfiguration
+	// HTTPRoutes, one per route host, are the gateway's with exposure type
+	// HTTPRoute (desiredHTTPRoutes); the reconciler deletes every other
+	// HTTPRoute the gateway controls.
+	HTTPRoutes []*gatewayv1ac.HTTPRouteApplyConfiguration
 }
 
 // Children builds gw's children exactly as the reconciler applies them;
@@ -38,10 +43,11 @@ type Desired struct {
 //
 // The error is the renderer's refusal of gw's routes (or of
 // opts.Resolvers). ConfigMap and Deployment are then nil, since there is
-// no configuration to serve, while Service and Ingress, which do not
-// depend on it, are still built: the reconciler applies them regardless.
+// no configuration to serve, while Service, Ingress and HTTPRoutes, which
+// do not depend on it, are still built: the reconciler applies them
+// regardless.
 //
-// A gateway without routes has no Ingress: the API server refuses one
+// A gateway without routes has no Ingress (nor HTTPRoutes): the API server refuses one
 // with neither rules nor a default backend, and a default backend would
 // take every request of the ingress class. The API requires a route, so
 // only the reconciler builds such a gateway, when other gateways win
@@ -49,7 +55,10 @@ type Desired struct {
 // take the routes back when those gateways let them go.
 func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	d := Desired{Service: desiredService(gw)}
-	if len(gw.Spec.Routes) > 0 {
+	switch {
+	case exposedByHTTPRoute(gw):
+		d.HTTPRoutes = desiredHTTPRoutes(gw)
+	case len(gw.Spec.Routes) > 0:
 		d.Ingress = desiredIngress(gw)
 	}
 	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain})
@@ -78,6 +87,9 @@ func (d Desired) Objects() []runtime.ApplyConfiguration {
 	out = append(out, d.Service)
 	if d.Ingress != nil {
 		out = append(out, d.Ingress)
+	}
+	for _, r := range d.HTTPRoutes {
+		out = append(out, r)
 	}
 	return out
 }

@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/routeindex"
@@ -53,6 +55,13 @@ type Options struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// GatewayAPI says the cluster serves gateway.networking.k8s.io/v1
+	// HTTPRoutes (ServesHTTPRoutes tells): the reconciler then watches and
+	// applies them, and CacheOptions caches them. Without it, a gateway
+	// with exposure type HTTPRoute reports GatewayAPIMissing and the
+	// operator never asks the API server about HTTPRoutes, which it could
+	// not cache.
+	GatewayAPI bool
 	// NameTakenRetry is how often a gateway whose child name is held by
 	// an object it does not control looks again; 0 means a minute. Such
 	// objects are outside the cache, so no event says when the name is
@@ -66,7 +75,7 @@ func (o Options) children() ChildOptions {
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
-// Ingress as its spec says and reports their state in its status.
+// Ingress or HTTPRoutes as its spec says and reports their state in its status.
 type Reconciler struct {
 	clients  clients
 	recorder recorder.EventRecorder
@@ -82,6 +91,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler with mgr. The manager's cache
@@ -121,7 +131,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if observe != nil {
 		rec = observingReconciler{r, observe}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Status-only writes (ours included) do not bump the generation.
 		For(&v1.APIGateway{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -130,8 +140,13 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Owns(&networkingv1.Ingress{})
+	if opts.GatewayAPI {
+		// Every change, status included: the parent Gateways' verdicts
+		// make the Exposed condition.
+		b = b.Owns(&gatewayv1.HTTPRoute{})
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(rec)
 }
 
@@ -162,9 +177,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	kept, lost := resolveConflicts(gw, held)
-	dep, failures := r.applyChildren(ctx, gw, servedGateway(gw, kept))
+	dep, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, kept))
 	r.noteConflicts(gw, lost)
-	statusErr := r.updateStatus(ctx, gw, dep, failures, lost)
+	statusErr := r.updateStatus(ctx, gw, dep, failures, lost, exposed)
 	return reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
 }
 
@@ -206,7 +221,9 @@ func reconcileResult(failures []failure, statusErr error, retry time.Duration) (
 		switch f.reason {
 		case ReasonChildNameTaken:
 			taken = true
-		case ReasonInvalidRoutes:
+		case ReasonInvalidRoutes, v1.ReasonGatewayAPIMissing:
+			// Only a spec change, or a restart once Gateway API is
+			// installed, can help.
 			errs = append(errs, reconcile.TerminalError(err))
 		default:
 			errs = append(errs, err)
@@ -242,11 +259,11 @@ func joinRetryable(errs ...error) error {
 	return errors.Join(terminal...)
 }
 
-// applyChildren applies the four children, built from served (gw with
-// only the routes it wins, see servedGateway), recording what changed or
-// failed. It returns the Deployment as the API server has it (nil if
-// missing).
-func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, []failure) {
+// applyChildren applies the children, built from served (gw with only the
+// routes it wins, see servedGateway), recording what changed or failed.
+// It returns the Deployment as the API server has it (nil if missing) and
+// the Exposed condition (exposedCondition).
+func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, *metav1.Condition, []failure) {
 	var (
 		failures []failure
 		made     []string
@@ -286,13 +303,14 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
 	}
-	if f := r.applyServiceAndIngress(ctx, gw, want, note); f != nil {
+	routes, f := r.applyServiceAndExposure(ctx, gw, want, note)
+	if f != nil {
 		failures = append(failures, *f)
 	}
 	if len(made) > 0 {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeNormal, string(created), "Apply", "%s %s", string(created), strings.Join(made, ", "))
 	}
-	return dep, failures
+	return dep, exposedCondition(gw, routes, len(want.HTTPRoutes), failures), failures
 }
 
 // applyConfigAndDeployment applies the ConfigMap and the Deployment, whose
@@ -319,17 +337,18 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 	return dep, nil
 }
 
-// applyServiceAndIngress applies the Service and the Ingress, which sends
-// the gateway's hosts to the Service: while the Service's name is held by
-// someone else, the Ingress is left as it is, or that object would get
-// the gateway's traffic. When the gateway has no Ingress (it serves no
-// route, see Children), its Ingress is deleted instead.
-func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) *failure {
+// applyServiceAndExposure applies the Service and the Ingress or
+// HTTPRoutes, which send the gateway's hosts to the Service: while the
+// Service's name is held by someone else, they are left as they are, or
+// that object would get the gateway's traffic. An Ingress or HTTPRoute
+// the gateway no longer has (it serves no route, or switched exposure,
+// see Children) is deleted. It returns the HTTPRoutes as applied.
+func (r *Reconciler) applyServiceAndExposure(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) ([]*gatewayv1.HTTPRoute, *failure) {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
 	_, act, err := applyChild(ctx, r.clients, gw, serviceChild, key, want.Service)
 	note("Service", serviceChild.stub(key), act, err)
 	if isNameTaken(err) {
-		return notApplied("Ingress", gw.Name, "it would send the gateway's hosts to Service "+gw.Name)
+		return nil, notApplied(exposureKind(gw), gw.Name, "it would send the gateway's hosts to Service "+gw.Name)
 	}
 	if want.Ingress == nil {
 		act, err = deleteChild(ctx, r.clients, gw, ingressChild, key)
@@ -337,7 +356,49 @@ func (r *Reconciler) applyServiceAndIngress(ctx context.Context, gw *v1.APIGatew
 		_, act, err = applyChild(ctx, r.clients, gw, ingressChild, key, want.Ingress)
 	}
 	note("Ingress", ingressChild.stub(key), act, err)
-	return nil
+	return r.applyHTTPRoutes(ctx, gw, want, note)
+}
+
+// applyHTTPRoutes applies want's HTTPRoutes and deletes the other
+// HTTPRoutes gw controls: those of hosts it no longer routes, or all of
+// them once it is exposed through an Ingress. Without Gateway API on the
+// cluster there is nothing to delete, and a gateway that wants HTTPRoutes
+// fails with GatewayAPIMissing.
+func (r *Reconciler) applyHTTPRoutes(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) ([]*gatewayv1.HTTPRoute, *failure) {
+	if !r.opts.GatewayAPI {
+		if !exposedByHTTPRoute(gw) {
+			return nil, nil
+		}
+		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, v1.ReasonGatewayAPIMissing, "Apply", "%v", errGatewayAPIMissing)
+		return nil, &failure{kind: "HTTPRoute", name: gw.Name + "-*", reason: v1.ReasonGatewayAPIMissing, err: errGatewayAPIMissing}
+	}
+	var routes []*gatewayv1.HTTPRoute
+	keep := make(map[string]bool, len(want.HTTPRoutes))
+	for _, d := range want.HTTPRoutes {
+		key := client.ObjectKey{Namespace: gw.Namespace, Name: *d.Name}
+		keep[key.Name] = true
+		live, act, err := applyChild(ctx, r.clients, gw, httpRouteChild, key, d)
+		note("HTTPRoute", httpRouteChild.stub(key), act, err)
+		if err == nil {
+			routes = append(routes, live)
+		}
+	}
+	// The cache holds only the operator's children (CacheOptions), so
+	// this lists the namespace's few labelled HTTPRoutes.
+	var all gatewayv1.HTTPRouteList
+	if err := r.clients.cached.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
+		return routes, &failure{kind: "HTTPRoute", name: gw.Name + "-*", reason: ReasonApplyFailed, err: fmt.Errorf("listing: %w", err)}
+	}
+	for i := range all.Items {
+		old := &all.Items[i]
+		if keep[old.Name] || checkControlled(old, gw) != nil {
+			continue
+		}
+		key := client.ObjectKeyFromObject(old)
+		act, err := deleteChild(ctx, r.clients, gw, httpRouteChild, key)
+		note("HTTPRoute", httpRouteChild.stub(key), act, err)
+	}
+	return routes, nil
 }
 
 // notApplied is the failure of a child left alone because a child it
@@ -362,8 +423,8 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 
 // updateStatus writes gw's status through the status subresource, only
 // when it differs from what gw already says.
-func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict) error {
-	want := computeStatus(gw, dep, failures, lost, metav1.NewTime(time.Now().Truncate(time.Second)))
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, exposed *metav1.Condition) error {
+	want := computeStatus(gw, dep, failures, lost, exposed, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}
@@ -391,5 +452,9 @@ var (
 	ingressChild = child[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]{
 		kind: "Ingress", newObj: func() *networkingv1.Ingress { return &networkingv1.Ingress{} }, extract: networkingv1ac.ExtractIngress,
 		slim: slimIngress,
+	}
+	httpRouteChild = child[*gatewayv1.HTTPRoute, *gatewayv1ac.HTTPRouteApplyConfiguration]{
+		kind: "HTTPRoute", newObj: func() *gatewayv1.HTTPRoute { return &gatewayv1.HTTPRoute{} }, extract: gatewayv1ac.ExtractHTTPRoute,
+		slim: slimHTTPRoute,
 	}
 )

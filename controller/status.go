@@ -35,7 +35,7 @@ const (
 // failure is a child that could not be built or applied.
 type failure struct {
 	kind, name string
-	reason     string // ReasonApplyFailed, ReasonInvalidRoutes or ReasonChildNameTaken
+	reason     string // ReasonApplyFailed, ReasonInvalidRoutes, ReasonChildNameTaken or v1.ReasonGatewayAPIMissing
 	err        error
 }
 
@@ -43,9 +43,10 @@ func (f failure) String() string { return fmt.Sprintf("%s %s: %v", f.kind, f.nam
 
 // computeStatus is gw's status given its Deployment as the API server has it
 // (nil when it does not exist), the children that failed and the routes
-// other gateways serve. Conditions keep their lastTransitionTime unless
+// other gateways serve, and the Exposed condition (exposedCondition; nil
+// removes it). Conditions keep their lastTransitionTime unless
 // their status changes (then it is now).
-func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, now metav1.Time) v1.APIGatewayStatus {
+func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, exposed *metav1.Condition, now metav1.Time) v1.APIGatewayStatus {
 	st := v1.APIGatewayStatus{
 		ObservedGeneration: gw.Generation,
 		Selector:           labels.SelectorFromSet(selectorLabels(gw)).String(),
@@ -60,12 +61,17 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	set(degradedCondition(dep, failures))
+	set(degradedCondition(gw, dep, failures))
 	set(progressingCondition(gw, dep, failures))
 	set(readyCondition(gw, dep, failures))
 	// Last: gateways stored before the condition existed get it appended,
 	// so every gateway lists its conditions in one order.
 	set(acceptedCondition(lost))
+	if exposed != nil {
+		set(*exposed)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionExposed)
+	}
 	return st
 }
 
@@ -81,7 +87,7 @@ func acceptedCondition(lost []routeConflict) metav1.Condition {
 		Message: "every route is served by this gateway"}
 }
 
-func degradedCondition(dep *appsv1.Deployment, failures []failure) metav1.Condition {
+func degradedCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
 	if len(failures) > 0 {
 		msgs := make([]string, len(failures))
 		for i, f := range failures {
@@ -95,7 +101,7 @@ func degradedCondition(dep *appsv1.Deployment, failures []failure) metav1.Condit
 			Message: "the gateway pods are not becoming ready (check their events, image and resources): " + c.Message}
 	}
 	return metav1.Condition{Type: v1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonChildrenApplied,
-		Message: "the ConfigMap, Deployment, Service and Ingress match the spec"}
+		Message: "the ConfigMap, Deployment, Service and " + exposureKind(gw) + " match the spec"}
 }
 
 func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
@@ -138,10 +144,11 @@ func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failur
 }
 
 // failureReason is the reason of the failure the user must act on first:
-// InvalidRoutes (fix the spec), then ChildNameTaken (free the name), then
-// ApplyFailed (the API server refused a child; retried).
+// InvalidRoutes (fix the spec), then GatewayAPIMissing (install it), then
+// ChildNameTaken (free the name), then ApplyFailed (the API server refused
+// a child; retried).
 func failureReason(failures []failure) string {
-	for _, reason := range []string{ReasonInvalidRoutes, ReasonChildNameTaken} {
+	for _, reason := range []string{ReasonInvalidRoutes, v1.ReasonGatewayAPIMissing, ReasonChildNameTaken} {
 		for _, f := range failures {
 			if f.reason == reason {
 				return reason
@@ -149,6 +156,14 @@ func failureReason(failures []failure) string {
 		}
 	}
 	return ReasonApplyFailed
+}
+
+// exposureKind names the children that expose gw, for messages.
+func exposureKind(gw *v1.APIGateway) string {
+	if exposedByHTTPRoute(gw) {
+		return "HTTPRoutes"
+	}
+	return "Ingress"
 }
 
 // rolledOut reports whether the Deployment controller has seen the current

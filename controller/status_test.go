@@ -77,7 +77,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
 			gw.Spec.Replicas = ptr.To(tc.replicas)
-			st := computeStatus(gw, tc.dep, tc.failures, nil, now)
+			st := computeStatus(gw, tc.dep, tc.failures, nil, nil, now)
 			assert.Equal(t, gw.Generation, st.ObservedGeneration)
 			assert.Equal(t, "app.kubernetes.io/instance=gw,app.kubernetes.io/name=apigateway", st.Selector)
 			assertCondition(t, st.Conditions, v1.ConditionReady, tc.ready, tc.readyWhy)
@@ -95,13 +95,13 @@ func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
 	dep := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1})
 	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	gw.Status = computeStatus(gw, dep, nil, nil, t1)
-	again := computeStatus(gw, dep, nil, nil, metav1.NewTime(t1.Add(time.Hour)))
+	gw.Status = computeStatus(gw, dep, nil, nil, nil, t1)
+	again := computeStatus(gw, dep, nil, nil, nil, metav1.NewTime(t1.Add(time.Hour)))
 	assert.Equal(t, gw.Status, again, "an unchanged status must compare equal, or every reconcile writes it")
 
 	dep.Status.ReadyReplicas = 0
 	later := metav1.NewTime(t1.Add(2 * time.Hour))
-	changed := computeStatus(gw, dep, nil, nil, later)
+	changed := computeStatus(gw, dep, nil, nil, nil, later)
 	assert.Equal(t, later, meta.FindStatusCondition(changed.Conditions, v1.ConditionReady).LastTransitionTime)
 	assert.Equal(t, t1, meta.FindStatusCondition(changed.Conditions, v1.ConditionDegraded).LastTransitionTime)
 }
@@ -114,11 +114,11 @@ func TestAcceptedCondition(t *testing.T) {
 	dep := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1})
 	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
-	st := computeStatus(gw, dep, nil, nil, now)
+	st := computeStatus(gw, dep, nil, nil, nil, now)
 	assertCondition(t, st.Conditions, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 
 	lost := []routeConflict{{index: 1, route: gw.Spec.Routes[1], holder: competing("team-a", "shop", 1)}}
-	conflicted := computeStatus(gw, dep, nil, lost, now)
+	conflicted := computeStatus(gw, dep, nil, lost, nil, now)
 	assertCondition(t, conflicted.Conditions, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	assert.Contains(t, meta.FindStatusCondition(conflicted.Conditions, v1.ConditionAccepted).Message,
 		"spec.routes[1] (a.example.com Prefix /x) is served by APIGateway team-a/shop, created earlier")

@@ -30,7 +30,9 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+// The cluster has Gateway API, so the operator applies HTTPRoutes; the
+// cluster without it is test/e2e's.
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{GatewayAPI: true}) }
 
 const (
 	waitFor = 30 * time.Second
@@ -60,14 +62,14 @@ func startOperator(t *testing.T, tune ...func(*Options)) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = "apigateway-operator-test"
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: op.writes} }
-	opts := env.ManagerOptions()
-	opts.Cache = CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
-	require.NoError(t, err)
-	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage}
+	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, GatewayAPI: true}
 	for _, f := range tune {
 		f(&ropts)
 	}
+	opts := env.ManagerOptions()
+	opts.Cache = CacheOptions(ropts.GatewayAPI)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	require.NoError(t, err)
 	require.NoError(t, setup(mgr, ropts, func(req ctrl.Request) {
 		op.mu.Lock()
 		defer op.mu.Unlock()

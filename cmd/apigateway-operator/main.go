@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
@@ -62,6 +63,7 @@ func run(o *options) error {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme))
 
 	serving, err := certs.New(o.certs)
 	if err != nil {
@@ -86,6 +88,13 @@ func run(o *options) error {
 	auth, err := o.clientAuth()
 	if err != nil {
 		return err
+	}
+	if o.controller.GatewayAPI, err = controller.ServesHTTPRoutes(cfg); err != nil {
+		return err
+	}
+	if !o.controller.GatewayAPI {
+		ctrl.Log.Info("the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes: gateways with exposure type HTTPRoute " +
+			"report GatewayAPIMissing until Gateway API is installed and the operator restarted")
 	}
 	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig, auth))
 	if err != nil {

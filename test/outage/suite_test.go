@@ -78,7 +78,7 @@ func startOperator(t *testing.T) *operator {
 
 func managerOptions() ctrl.Options {
 	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
+	opts.Cache = controller.CacheOptions(false)
 	return opts
 }
 

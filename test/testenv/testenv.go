@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
@@ -62,6 +63,10 @@ type Options struct {
 	// policy.ParamImage and policy.ParamReplicas; empty as shipped), and
 	// waits until the API server applies them.
 	Policies map[string]string
+	// GatewayAPI installs Gateway API's standard CRDs (GatewayClass,
+	// Gateway, HTTPRoute) from the sigs.k8s.io/gateway-api module the
+	// operator builds with, as a cluster with Gateway API has them.
+	GatewayAPI bool
 	// StopTimeout, when set, replaces KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:
 	// how long a component may take to stop, at Stop and RestartAPIServer,
 	// before it is killed.
@@ -89,6 +94,8 @@ type Env struct {
 	webhooks envtest.WebhookInstallOptions
 	// policies is Options.Policies.
 	policies map[string]string
+	// gatewayAPI is Options.GatewayAPI.
+	gatewayAPI bool
 	kubectl  string
 	dir      string
 }
@@ -128,6 +135,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(v1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(gatewayv1.Install(s))
 	return s
 }
 
@@ -148,7 +156,7 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Scheme: NewScheme(), Root: root, kubectl: filepath.Join(assets, "kubectl"), webhooks: opts.Webhooks,
-		policies: opts.Policies}
+		policies: opts.Policies, gatewayAPI: opts.GatewayAPI}
 	if e.dir, err = os.MkdirTemp("", "testenv-"); err != nil {
 		return nil, err
 	}
@@ -213,8 +221,16 @@ func (e *Env) install() error {
 	if err := w.PrepWithoutInstalling(); err != nil {
 		return err
 	}
+	paths := []string{filepath.Join(e.Root, "manifests", "crd", "bases")}
+	if e.gatewayAPI {
+		crds, err := GatewayAPICRDs()
+		if err != nil {
+			return err
+		}
+		paths = append(paths, crds...)
+	}
 	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(e.Root, "manifests", "crd", "bases")},
+		Paths:              paths,
 		ErrorIfPathMissing: true,
 		Scheme:             e.Scheme,
 		WebhookOptions:     *w,
@@ -229,6 +245,22 @@ func (e *Env) install() error {
 		return e.installPolicies(context.Background(), e.policies)
 	}
 	return nil
+}
+
+// GatewayAPICRDs are the files of Gateway API's standard GatewayClass,
+// Gateway and HTTPRoute CRDs in the sigs.k8s.io/gateway-api module of
+// go.mod (go list finds its directory in the module cache).
+func GatewayAPICRDs() ([]string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding the sigs.k8s.io/gateway-api module: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	var files []string
+	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes"} {
+		files = append(files, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
+	}
+	return files, nil
 }
 
 // controlPlaneOptions are a temporary control plane's, from the binaries in
