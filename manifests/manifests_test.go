@@ -441,7 +441,7 @@ func TestSamples(t *testing.T) {
 	mgr := startWebhooks(t)
 	convertThroughTestServer(t)
 
-	for _, sample := range []string{"apigateway_v1.yaml", "apigateway_v1alpha1.yaml"} {
+	for _, sample := range []string{"apigateway_v1.yaml", "apigateway_v1alpha1.yaml", "apigateway_httproute.yaml"} {
 		file := filepath.Join(manifestDir("samples"), sample)
 		res := env.Kubectl(ctx, nil, "apply", "-f", file)
 		require.NoError(t, res.Err, sample)

@@ -104,7 +104,7 @@ func TestSamplesOffline(t *testing.T) {
 	c, err := NewChecker()
 	require.NoError(t, err)
 	root := filepath.Join("..", "manifests", "samples")
-	valid, err := Read([]string{root + "/apigateway_v1.yaml", root + "/apigateway_v1alpha1.yaml"}, nil)
+	valid, err := Read([]string{root + "/apigateway_v1.yaml", root + "/apigateway_v1alpha1.yaml", root + "/apigateway_httproute.yaml"}, nil)
 	require.NoError(t, err)
 	r := c.Validate(t.Context(), valid, Options{Defaults: testDefaults})
 	require.True(t, r.Valid(), "%+v", r.Objects)

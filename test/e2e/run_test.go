@@ -81,6 +81,7 @@ func TestMakeRun(t *testing.T) {
 	pids := s.componentPIDs(t)
 	s.assertConcurrentRunRefused(t)
 	s.applySeed(t, r)
+	s.assertGatewayAPIMissing(t, r)
 	s.assertDefaulted(t, r)
 	s.assertInvalidRefused(t, r)
 	s.assertReadAsV1alpha1(t, r)
@@ -182,6 +183,31 @@ func (s *setup) applySeed(t *testing.T, r *run) {
 		}
 		return err
 	})
+}
+
+// assertGatewayAPIMissing: the cluster hack/run starts has no Gateway API
+// CRDs. The operator runs anyway (the seed got its children), and a
+// gateway that asks for HTTPRoutes is stored and says in `kubectl get agw`
+// that the API is missing, with no Ingress made in its place.
+func (s *setup) assertGatewayAPIMissing(t *testing.T, r *run) {
+	t.Helper()
+	_, err := s.kubectl(t, r, "", "apply", "-f", "manifests/samples/apigateway_httproute.yaml")
+	require.NoError(t, err)
+	eventually(t, "the HTTPRoute gateway reporting GatewayAPIMissing", func() error {
+		out, err := s.kubectl(t, r, "", "get", "agw", "shop-gateway", "-n", "default", "--no-headers")
+		if err == nil && !strings.Contains(out, "GatewayAPIMissing") {
+			err = fmt.Errorf("kubectl get agw: %s", out)
+		}
+		return err
+	})
+	out, err := s.kubectl(t, r, "", "get", "agw", "shop-gateway", "-n", "default",
+		"-o", `jsonpath={.status.conditions[?(@.type=="Exposed")].message}`)
+	require.NoError(t, err)
+	assert.Contains(t, out, "does not serve gateway.networking.k8s.io/v1 HTTPRoutes", "the condition says what is missing")
+	_, err = s.kubectl(t, r, "", "get", "ingress", "shop-gateway", "-n", "default")
+	assert.Error(t, err, "no Ingress stands in for the HTTPRoutes")
+	_, err = s.kubectl(t, r, "", "delete", "-f", "manifests/samples/apigateway_httproute.yaml", "--wait")
+	require.NoError(t, err)
 }
 
 func (s *setup) assertDefaulted(t *testing.T, r *run) {
