@@ -96,8 +96,8 @@ type Env struct {
 	policies map[string]string
 	// gatewayAPI is Options.GatewayAPI.
 	gatewayAPI bool
-	kubectl  string
-	dir      string
+	kubectl    string
+	dir        string
 }
 
 // Main starts the environment, stores it in *env, runs the tests and exits.
