@@ -98,6 +98,20 @@ func TestV1ToV1alpha1(t *testing.T) {
 				Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)},
 			}),
 		},
+		// The exposure is v1-only: it rides in the annotation, every
+		// optional field of a parentRef included, and comes back unchanged.
+		"an HTTPRoute exposure": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes: []v1.Route{hubRoute("api.example.com", "/", v1.PathTypePrefix, "api", 80)},
+				Exposure: &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: []v1.ParentGatewayReference{
+					{Namespace: ptr.To("infra"), Name: "public", SectionName: ptr.To("https"), Port: ptr.To[int32](443)},
+					{Name: "internal"},
+				}}},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"exposure":{"httpRoute":{"parentRefs":[` +
+				`{"name":"public","namespace":"infra","port":443,"sectionName":"https"},{"name":"internal"}]},"type":"HTTPRoute"}}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)}}),
+		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},

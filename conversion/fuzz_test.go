@@ -25,7 +25,8 @@ const fuzzIterations = 10000
 // blank TypeMeta, valid metadata, sane quantities (the apimachinery
 // fuzzers), plus route lists that hit the interesting cases more often than
 // chance: every pathType including unset and unknown ones, and routes that
-// share host and path.
+// share host and path; and exposures of every type, most of them with
+// parentRefs, whose optional fields are set or not.
 func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 	return []any{
 		func(p *v1.PathType, c randfill.Continue) {
@@ -38,6 +39,29 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 				c.Fill(&twin.PathType)
 				c.Fill(&twin.BackendService)
 				s.Routes = append(s.Routes, twin)
+			}
+			// The filler calls the Exposure function below for the field
+			// itself, so it is never nil unless unset here: unset, the
+			// Ingress default, is what most gateways have.
+			if c.Intn(3) == 0 {
+				s.Exposure = nil
+			}
+		},
+		func(e *v1.Exposure, c randfill.Continue) {
+			e.Type = []v1.ExposureType{v1.ExposureIngress, v1.ExposureHTTPRoute, v1.ExposureHTTPRoute, "", v1.ExposureType(c.String(8))}[c.Intn(5)]
+			if e.Type != v1.ExposureIngress || c.Intn(4) == 0 {
+				e.HTTPRoute = &v1.HTTPRouteExposure{}
+				c.Fill(e.HTTPRoute)
+			}
+		},
+		func(h *v1.HTTPRouteExposure, c randfill.Continue) {
+			c.FillNoCustom(h)
+			if len(h.ParentRefs) > 0 && c.Bool() {
+				// Another listener of the first Gateway.
+				twin := *h.ParentRefs[0].DeepCopy()
+				twin.SectionName = nil
+				c.Fill(&twin.SectionName)
+				h.ParentRefs = append(h.ParentRefs, twin)
 			}
 		},
 	}

@@ -36,6 +36,12 @@ func V1alpha1AnnotationBytes(gw *v1.APIGateway) (int, error) {
 	return total, nil
 }
 
+// The terms of V1alpha1AnnotationBytesBound: each byte of a string counts
+// as escBytes, JSON's longest escape, and each element of the encoding (a
+// route, a TLS host, a parentRef...) gets elementBytes for its punctuation
+// and key names.
+const escBytes, elementBytes = 6, 64
+
 // V1alpha1AnnotationBytesBound is an upper bound of V1alpha1AnnotationBytes
 // that encodes nothing: every string counted as if each byte took six
 // (JSON's longest escape) plus a generous allowance for each element's
@@ -43,40 +49,63 @@ func V1alpha1AnnotationBytes(gw *v1.APIGateway) (int, error) {
 // bound exceeds the limit, so the common gateway, kilobytes below it, pays
 // a few additions.
 func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
-	const esc, element = 6, 64
-	total := len(DataAnnotation) + element
+	total := len(DataAnnotation) + elementBytes
 	for k, v := range gw.Annotations {
 		// Our own value may be nested as the "annotation" key: count it
 		// escaped too.
-		total += len(k) + esc*len(v) + element
+		total += len(k) + escBytes*len(v) + elementBytes
 	}
 	spec := &gw.Spec
 	for i := range spec.Routes {
 		r := &spec.Routes[i]
-		total += esc*(len(r.Host)+len(r.Path)+len(r.PathType)) + element
+		total += escBytes*(len(r.Host)+len(r.Path)+len(r.PathType)) + elementBytes
 	}
 	for _, t := range spec.TLS {
-		total += esc*len(t.SecretName) + element
+		total += escBytes*len(t.SecretName) + elementBytes
 		for _, h := range t.Hosts {
-			total += esc*len(h) + element
+			total += escBytes*len(h) + elementBytes
 		}
 	}
 	if spec.IngressClassName != nil {
-		total += esc*len(*spec.IngressClassName) + element
+		total += escBytes*len(*spec.IngressClassName) + elementBytes
 	}
 	if r := spec.Resources; r != nil {
-		total += resourceListBound(r.Limits) + resourceListBound(r.Requests) + element
+		total += resourceListBound(r.Limits) + resourceListBound(r.Requests) + elementBytes
 		for _, c := range r.Claims {
-			total += esc*(len(c.Name)+len(c.Request)) + element
+			total += escBytes*(len(c.Name)+len(c.Request)) + elementBytes
+		}
+	}
+	if e := spec.Exposure; e != nil {
+		total += escBytes*len(e.Type) + elementBytes
+		if h := e.HTTPRoute; h != nil {
+			total += elementBytes
+			for i := range h.ParentRefs {
+				total += parentRefBound(&h.ParentRefs[i])
+			}
 		}
 	}
 	return total
 }
 
+// parentRefBound bounds the encoding of a parentRef: its strings escaped,
+// and two elements for the punctuation, the key names and the port (all
+// four fields set, with an 11-byte port, take 63 bytes besides the
+// strings, the comma that follows included).
+func parentRefBound(p *v1.ParentGatewayReference) int {
+	n := escBytes*len(p.Name) + 2*elementBytes
+	if p.Namespace != nil {
+		n += escBytes * len(*p.Namespace)
+	}
+	if p.SectionName != nil {
+		n += escBytes * len(*p.SectionName)
+	}
+	return n
+}
+
 func resourceListBound(l corev1.ResourceList) int {
 	n := 0
 	for name, q := range l {
-		n += 6*(len(name)+len(q.String())) + 64
+		n += escBytes*(len(name)+len(q.String())) + elementBytes
 	}
 	return n
 }

@@ -11,13 +11,17 @@
 // renderer calls too; Validate adds those about other objects. Defaulter
 // and Validator only gather what those functions need: the namespace's
 // annotation from a metadata-only cache, the gateways of any namespace that
-// already serve a route (validation.RouteKey: ingress class, host, pathType
-// and normalised path) from an index on the cluster-wide APIGateway
+// already serve a route from an index on the cluster-wide APIGateway
 // informer (routeindex.Name), and backend Service ports from a slim Service
-// cache of their own. The
-// HTTP side is controller-runtime's admission.Webhook; the handlers in
-// handlers.go decode each object once and build the defaulting patch
-// directly (see there for the measurements behind that).
+// cache of their own. Routes compete per scope (validation.RouteKey: the
+// scope, then host, pathType and normalised path): the ingress class, or,
+// with exposure type HTTPRoute, each parent Gateway, since a Gateway
+// merges the HTTPRoutes attached to it as an Ingress controller merges the
+// Ingresses of its class; a route exposed through an Ingress never
+// competes with one exposed through HTTPRoutes. The HTTP side is
+// controller-runtime's admission.Webhook; the handlers in handlers.go
+// decode each object once and build the defaulting patch directly (see
+// there for the measurements behind that).
 //
 // The mutating webhook fails open and the validating one fails closed: an
 // object the defaulter never saw is rejected for its missing image or

@@ -118,6 +118,81 @@ func TestValidateConflicts(t *testing.T) {
 			}()}},
 			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/nginx, which also routes api.example.com/users (Prefix) for ingress class "nginx"`, RuleConflict}},
 		},
+
+		// With exposure HTTPRoute, the routes compete in each parent
+		// Gateway, whatever its listener, and nowhere else.
+		"route another gateway attaches to the same Gateway": {
+			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("infra", "public", "https")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				o.Namespace = "elsewhere"
+				attach(&o, gatewayRef("infra", "public", "http"))
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/o, which also routes api.example.com/users (Prefix) for Gateway infra/public; ` +
+				`a Gateway merges the HTTPRoutes attached to it, whatever their namespaces, so only one gateway can have it`, RuleConflict}},
+		},
+		"route another gateway attaches to the second of two Gateways": {
+			mutate: func(gw *v1.APIGateway) {
+				attach(gw, gatewayRef("infra", "public", ""), gatewayRef("infra", "internal", ""))
+			},
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/products/", "s", 80))
+				attach(&o, gatewayRef("infra", "internal", ""))
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[1]", duplicate, `default/o, which also routes api.example.com/products (Prefix) for Gateway infra/internal; a Gateway merges`, RuleConflict}},
+		},
+		"route another gateway attaches to another Gateway": {
+			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("infra", "public", "")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				attach(&o, gatewayRef("infra", "internal", ""))
+				return o
+			}()}},
+		},
+		"route an Ingress-exposed gateway serves, to an HTTPRoute-exposed one": {
+			mutate:  func(gw *v1.APIGateway) { attach(gw, gatewayRef("infra", "public", "")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{other("legacy", route("/users/", "s", 80))}},
+		},
+		"route an HTTPRoute-exposed gateway serves, to an Ingress-exposed one": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				attach(&o, gatewayRef("infra", "public", ""))
+				return o
+			}()}},
+		},
+		// A parentRef without namespace names a Gateway in the gateway's
+		// own namespace.
+		"route a gateway of the Gateway's namespace attaches to it without naming the namespace": {
+			mutate: func(gw *v1.APIGateway) { gw.Namespace = "b"; attach(gw, gatewayRef("a", "g", "")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				o.Namespace = "a"
+				attach(&o, gatewayRef("", "g", ""))
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway a/o, which also routes api.example.com/users (Prefix) for Gateway a/g`, RuleConflict}},
+		},
+		"route attached without naming the namespace, to a Gateway another gateway names": {
+			mutate: func(gw *v1.APIGateway) { gw.Namespace = "a"; attach(gw, gatewayRef("", "g", "")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				o.Namespace = "b"
+				attach(&o, gatewayRef("a", "g", ""))
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway b/o, which also routes api.example.com/users (Prefix) for Gateway a/g`, RuleConflict}},
+		},
+		"namesake Gateways of two namespaces, both unnamed": {
+			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("", "g", "")) },
+			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("o", route("/users/", "s", 80))
+				o.Namespace = "elsewhere"
+				attach(&o, gatewayRef("", "g", ""))
+				return o
+			}()}},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -132,6 +207,26 @@ func TestValidateConflicts(t *testing.T) {
 			assert.Equal(t, errs, updateErrs)
 		})
 	}
+}
+
+// attach exposes gw through HTTPRoutes attached to refs, without the
+// spec.tls that exposure refuses.
+func attach(gw *v1.APIGateway, refs ...v1.ParentGatewayReference) {
+	gw.Spec.TLS = nil
+	gw.Spec.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: refs}}
+}
+
+// gatewayRef references Gateway name; namespace and listener "" leave
+// them unset.
+func gatewayRef(namespace, name, listener string) v1.ParentGatewayReference {
+	p := v1.ParentGatewayReference{Name: name}
+	if namespace != "" {
+		p.Namespace = ptr.To(namespace)
+	}
+	if listener != "" {
+		p.SectionName = ptr.To(listener)
+	}
+	return p
 }
 
 // A conflict the gateway already had does not block its updates; a route

@@ -159,6 +159,62 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    routes(route("api.example.com", "/", "Prefix", "1svc", 80)),
 			wantErr: []string{"spec.routes[0].backendService.name: Invalid value", "must be a DNS-1035 label"},
 		},
+		"an exposure type that is none": {
+			spec:    oneRoute + "exposure: {type: LoadBalancer}\n",
+			wantErr: []string{`spec.exposure.type: Unsupported value: "LoadBalancer": supported values: "Ingress", "HTTPRoute"`},
+		},
+		"an exposure without type": {
+			spec:    oneRoute + "exposure: {httpRoute: {parentRefs: [{name: public}]}}\n",
+			wantErr: []string{"spec.exposure.type: Required value"},
+		},
+		"httpRoute with type Ingress": {
+			spec:    oneRoute + "exposure: {type: Ingress, httpRoute: {parentRefs: [{name: public}]}}\n",
+			wantErr: []string{"spec.exposure: Invalid value", "httpRoute is required when type is HTTPRoute, and allowed only then"},
+		},
+		"type HTTPRoute without httpRoute": {
+			spec:    oneRoute + "exposure: {type: HTTPRoute}\n",
+			wantErr: []string{"spec.exposure: Invalid value", "httpRoute is required when type is HTTPRoute, and allowed only then"},
+		},
+		"no parentRefs": {
+			spec:    oneRoute + "exposure: {type: HTTPRoute, httpRoute: {parentRefs: []}}\n",
+			wantErr: []string{"spec.exposure.httpRoute.parentRefs: Invalid value: 0: spec.exposure.httpRoute.parentRefs in body should have at least 1 items"},
+		},
+		"33 parentRefs": {
+			spec:    oneRoute + httpRouteExposure(manyParents(33)...),
+			wantErr: []string{"spec.exposure.httpRoute.parentRefs: Too many: 33: must have at most 32 items"},
+		},
+		"a parentRef without name": {
+			spec:    oneRoute + httpRouteExposure("{namespace: infra}"),
+			wantErr: []string{"spec.exposure.httpRoute.parentRefs[0].name: Required value"},
+		},
+		"a parentRef namespace that is no DNS label": {
+			spec:    oneRoute + httpRouteExposure("{name: public, namespace: infra.example}"),
+			wantErr: []string{`spec.exposure.httpRoute.parentRefs[0].namespace: Invalid value: "infra.example": must be the name of a Namespace`},
+		},
+		"a parentRef name that is no name": {
+			spec:    oneRoute + httpRouteExposure("{name: public}", "{name: Public_GW}"),
+			wantErr: []string{`spec.exposure.httpRoute.parentRefs[1].name: Invalid value: "Public_GW": must be the name of a Gateway`},
+		},
+		"a parentRef sectionName that is no name": {
+			spec:    oneRoute + httpRouteExposure("{name: public, sectionName: HTTPS}"),
+			wantErr: []string{`spec.exposure.httpRoute.parentRefs[0].sectionName: Invalid value: "HTTPS": must be the name of a listener`},
+		},
+		"a parentRef port 0": {
+			spec:    oneRoute + httpRouteExposure("{name: public, port: 0}"),
+			wantErr: []string{"spec.exposure.httpRoute.parentRefs[0].port: Invalid value: 0: spec.exposure.httpRoute.parentRefs[0].port in body should be greater than or equal to 1"},
+		},
+		"a parentRef port 65536": {
+			spec:    oneRoute + httpRouteExposure("{name: public, port: 65536}"),
+			wantErr: []string{"spec.exposure.httpRoute.parentRefs[0].port: Invalid value: 65536: spec.exposure.httpRoute.parentRefs[0].port in body should be less than or equal to 65535"},
+		},
+		"tls with type HTTPRoute": {
+			spec:    oneRoute + "tls:\n- {hosts: [api.example.com], secretName: api-tls}\n" + httpRouteExposure("{name: public}"),
+			wantErr: []string{"spec.tls: Invalid value", "with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners"},
+		},
+		"ingressClassName with type HTTPRoute": {
+			spec:    "ingressClassName: nginx\n" + oneRoute + httpRouteExposure("{name: public}"),
+			wantErr: []string{"spec.ingressClassName: Invalid value", "ingressClassName selects the class of the gateway's Ingress, which exposure type HTTPRoute does not create"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -171,6 +227,29 @@ func TestSchemaRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A gateway exposed through HTTPRoutes is stored as written: every field
+// of a parentRef, the optional ones included, and references to one
+// Gateway's listeners side by side.
+func TestHTTPRouteExposureRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	apply(t, ctx, "exposed", oneRoute+httpRouteExposure(
+		"{name: public, namespace: infra, sectionName: https, port: 443}",
+		"{name: public, namespace: infra, sectionName: http, port: 80}",
+		"{name: internal}",
+	))
+	res := env.Kubectl(ctx, nil, "get", "apigateways.v1.example.com", "exposed", "-n", "default", "-o", "json")
+	require.NoError(t, res.Err)
+	var got v1.APIGateway
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	str := func(s string) *string { return &s }
+	num := func(n int32) *int32 { return &n }
+	assert.Equal(t, &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: []v1.ParentGatewayReference{
+		{Namespace: str("infra"), Name: "public", SectionName: str("https"), Port: num(443)},
+		{Namespace: str("infra"), Name: "public", SectionName: str("http"), Port: num(80)},
+		{Name: "internal"},
+	}}}, got.Spec.Exposure)
 }
 
 // Server-side apply merges routes by their key (host, path, pathType),
@@ -295,6 +374,21 @@ func manyRoutes(n int) []string {
 }
 
 func routes(rs ...string) string { return "routes:\n" + strings.Join(rs, "") }
+
+// httpRouteExposure is an exposure of type HTTPRoute with parentRefs refs,
+// each a YAML flow mapping.
+func httpRouteExposure(refs ...string) string {
+	return "exposure:\n  type: HTTPRoute\n  httpRoute:\n    parentRefs:\n    - " + strings.Join(refs, "\n    - ") + "\n"
+}
+
+// manyParents are n references to distinct Gateways.
+func manyParents(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("{name: g%d}", i)
+	}
+	return out
+}
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"

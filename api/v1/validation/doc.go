@@ -1,9 +1,10 @@
 // Package validation holds every rule an APIGateway must meet on its own,
 // without looking at any other object: its name, image and replicas, the
 // number of its routes and TLS entries, each route's host, path, pathType
-// and backend, repeated routes, TLS, the ingress class and the gateway
-// container's resources. Each rule is a pure function of a value and its
-// field path, in the manner of k8s.io/kubernetes/pkg/apis/*/validation.
+// and backend, repeated routes, TLS, the ingress class, the gateway
+// container's resources, and the exposure with its parent Gateway
+// references. Each rule is a pure function of a value and its field path,
+// in the manner of k8s.io/kubernetes/pkg/apis/*/validation.
 //
 // Every error carries the rule it comes from as data: field.Error.Origin
 // holds one of the Rule constants, so metrics and audit count rules without
@@ -18,7 +19,9 @@
 // real API server, this package and the renderer and demands one verdict.
 //
 // Rules about other objects stay with admission (package webhooks): a route
-// another gateway already serves, and whether the v1alpha1 form of the
+// another gateway already serves in one of its scopes (RouteScopes: the
+// ingress class, or with exposure type HTTPRoute each parent Gateway; this
+// package defines the keys, RouteKey), and whether the v1alpha1 form of the
 // object fits in its annotations (conversion measures it, and api/ never
 // imports conversion).
 package validation

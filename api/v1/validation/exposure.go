@@ -36,6 +36,8 @@ func validateExposure(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList 
 			errs = append(errs, field.Forbidden(fld.Child("ingressClassName"), "selects the class of the gateway's Ingress, "+
 				"which exposure type HTTPRoute does not create: remove it").WithOrigin(RuleExposure))
 		}
+	case "":
+		errs = append(errs, field.Required(efld.Child("type"), `"Ingress" or "HTTPRoute"`).WithOrigin(RuleExposure))
 	default:
 		errs = append(errs, field.NotSupported(efld.Child("type"), e.Type,
 			[]string{string(v1.ExposureIngress), string(v1.ExposureHTTPRoute)}).WithOrigin(RuleExposure))
@@ -65,9 +67,10 @@ func validateHTTPRouteExposure(h *v1.HTTPRouteExposure, fld *field.Path) field.E
 		first[key] = i
 		for j := range i {
 			q := h.ParentRefs[j]
-			if sameParent(p, q) && hasListener(p) != hasListener(q) {
+			if sameParent(p, q) && listenerFields(p) != listenerFields(q) {
 				errs = append(errs, field.Invalid(pfld, ParentString(&p, ""), fmt.Sprintf("parentRefs[%d] names the same Gateway: "+
-					"references to one Gateway must all name a listener (sectionName or port), or be the only reference to it", j)).WithOrigin(RuleParentRefs))
+					"references to one Gateway must all name their listener the same way (all by sectionName, all by port, or all by both), "+
+					"or be the only reference to it", j)).WithOrigin(RuleParentRefs))
 				break
 			}
 		}
@@ -115,7 +118,14 @@ func sameParent(a, b v1.ParentGatewayReference) bool {
 	return deref(a.Namespace) == deref(b.Namespace) && a.Name == b.Name
 }
 
-func hasListener(p v1.ParentGatewayReference) bool { return p.SectionName != nil || p.Port != nil }
+// listenerFields says which of the fields that pick a listener p sets.
+// Gateway API's HTTPRoute schema refuses two references to one Gateway
+// unless they set the same ones: a reference by sectionName beside one by
+// port is refused as surely as one naming no listener, so the HTTPRoute
+// would never be stored.
+func listenerFields(p v1.ParentGatewayReference) [2]bool {
+	return [2]bool{p.SectionName != nil, p.Port != nil}
+}
 
 func deref[T any](p *T) T {
 	var zero T

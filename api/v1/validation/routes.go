@@ -196,15 +196,41 @@ func ParentString(p *v1.ParentGatewayReference, namespace string) string {
 // gw's scopes, in route order.
 func RouteKeys(gw *v1.APIGateway) []string {
 	scopes := RouteScopes(gw)
-	keys := make([]string, 0, len(gw.Spec.Routes)*len(scopes))
+	n := len(scopes)
+	if n == 0 {
+		// An HTTPRoute exposure without parentRefs, refused by validation:
+		// its routes are exposed nowhere and compete with nothing.
+		return nil
+	}
+	keys := make([]string, 0, len(gw.Spec.Routes)*n)
 	for i := range gw.Spec.Routes {
-		for _, scope := range scopes {
-			if k, ok := RouteKey(scope, &gw.Spec.Routes[i]); ok && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
+		r := &gw.Spec.Routes[i]
+		first, ok := RouteKey(scopes[0], r)
+		if !ok || repeated(keys, first, n) {
+			continue
+		}
+		keys = append(keys, first)
+		for _, scope := range scopes[1:] {
+			k, _ := RouteKey(scope, r)
+			keys = append(keys, k)
 		}
 	}
 	return keys
+}
+
+// repeated reports whether key, a route's key in the first of n scopes, is
+// already among keys, which holds n keys per route, the first scope's
+// first. Only those need comparing: a route that repeats another in one
+// scope repeats it in all, since the key is the scope and the route's
+// match, and the scopes differ. Comparing every key with every other would
+// cost millions of comparisons for 100 routes and 32 parent Gateways.
+func repeated(keys []string, key string, n int) bool {
+	for i := 0; i < len(keys); i += n {
+		if keys[i] == key {
+			return true
+		}
+	}
+	return false
 }
 
 // RouteString renders a route for messages: host and path as a URL would

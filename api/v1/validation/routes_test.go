@@ -68,3 +68,105 @@ func TestRouteKeyOfAnInvalidPath(t *testing.T) {
 		assert.False(t, ok, path)
 	}
 }
+
+// A gateway's routes compete in its ingress class, or, exposed through
+// HTTPRoutes, in each Gateway they attach to: the Gateway, not the
+// listener, merges routes, and an unset namespace is the gateway's own.
+func TestRouteScopes(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(*v1.APIGateway)
+		want   []string
+	}{
+		"no exposure, no class":      {want: []string{"default"}},
+		"no exposure, a class":       {mutate: func(gw *v1.APIGateway) { gw.Spec.IngressClassName = ptr.To("nginx") }, want: []string{`"nginx"`}},
+		"Ingress exposure, no class": {mutate: func(gw *v1.APIGateway) { gw.Spec.Exposure = &v1.Exposure{Type: v1.ExposureIngress} }, want: []string{"default"}},
+		"Ingress exposure, a class": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.IngressClassName, gw.Spec.Exposure = ptr.To("nginx"), &v1.Exposure{Type: v1.ExposureIngress}
+		}, want: []string{`"nginx"`}},
+		"a Gateway of another namespace": {
+			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public", inNamespace("infra"))) },
+			want:   []string{"gateway infra/public"},
+		},
+		"a Gateway of the gateway's namespace": {
+			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public")) },
+			want:   []string{"gateway default/public"},
+		},
+		"two Gateways, in order": {
+			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public", inNamespace("infra")), parent("internal")) },
+			want:   []string{"gateway infra/public", "gateway default/internal"},
+		},
+		"two listeners of one Gateway": {
+			mutate: func(gw *v1.APIGateway) {
+				exposedBy(gw, parent("public", listener("http")), parent("public", listener("https")), parent("public", port(8443)))
+			},
+			want: []string{"gateway default/public"},
+		},
+		"one Gateway with and without its namespace": {
+			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public"), parent("public", inNamespace("default"))) },
+			want:   []string{"gateway default/public"},
+		},
+		"a namesake in another namespace is another Gateway": {
+			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public"), parent("public", inNamespace("infra"))) },
+			want:   []string{"gateway default/public", "gateway infra/public"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, RouteScopes(gatewayWith(tc.mutate)))
+		})
+	}
+}
+
+func TestRouteKeys(t *testing.T) {
+	key := func(scope string, r v1.Route) string {
+		k, ok := RouteKey(scope, &r)
+		require.True(t, ok)
+		return k
+	}
+	users, products := route("/users/", "a", 80), route("/products/", "b", 80)
+	t.Run("each route in each Gateway, in route order", func(t *testing.T) {
+		gw := gatewayWith(func(gw *v1.APIGateway) {
+			exposedBy(gw, parent("public", inNamespace("infra"), listener("https")), parent("internal"), parent("public", inNamespace("infra"), listener("http")))
+		})
+		assert.Equal(t, []string{
+			key("gateway infra/public", users), key("gateway default/internal", users),
+			key("gateway infra/public", products), key("gateway default/internal", products),
+		}, RouteKeys(gw))
+	})
+	t.Run("a route repeated once normalised counts once", func(t *testing.T) {
+		gw := gatewayWith(func(gw *v1.APIGateway) {
+			exposedBy(gw, parent("public"), parent("internal"))
+			gw.Spec.Routes = append(gw.Spec.Routes, route("/%75sers", "c", 80), route("/bad%zz", "d", 80))
+		})
+		assert.Equal(t, []string{
+			key("gateway default/public", users), key("gateway default/internal", users),
+			key("gateway default/public", products), key("gateway default/internal", products),
+		}, RouteKeys(gw))
+	})
+	t.Run("ingress class scope unchanged", func(t *testing.T) {
+		gw := gatewayWith(func(gw *v1.APIGateway) { gw.Spec.IngressClassName = ptr.To("nginx") })
+		assert.Equal(t, []string{key(`"nginx"`, users), key(`"nginx"`, products)}, RouteKeys(gw))
+		gw.Spec.IngressClassName = nil
+		assert.Equal(t, []string{key("default", users), key("default", products)}, RouteKeys(gw))
+	})
+	// A gateway in the Gateway's namespace that leaves the namespace unset
+	// and one elsewhere that names it compete for the same requests.
+	t.Run("unset namespace is the gateway's", func(t *testing.T) {
+		local := gatewayWith(func(gw *v1.APIGateway) { gw.Namespace = "infra"; exposedBy(gw, parent("public")) })
+		remote := gatewayWith(func(gw *v1.APIGateway) { gw.Namespace = "team"; exposedBy(gw, parent("public", inNamespace("infra"))) })
+		assert.Equal(t, RouteKeys(local), RouteKeys(remote))
+	})
+	// No ingress class can stand for a Gateway: a class is quoted.
+	t.Run("HTTPRoute keys never meet Ingress keys", func(t *testing.T) {
+		byRoute := gatewayWith(func(gw *v1.APIGateway) { exposedBy(gw, parent("public")) })
+		for _, class := range []*string{nil, ptr.To("gateway default/public"), ptr.To("default/public")} {
+			byIngress := gatewayWith(func(gw *v1.APIGateway) { gw.Spec.IngressClassName = class })
+			for _, k := range RouteKeys(byIngress) {
+				assert.NotContains(t, RouteKeys(byRoute), k)
+			}
+		}
+	})
+	t.Run("no parentRefs, no keys", func(t *testing.T) {
+		assert.Empty(t, RouteKeys(gatewayWith(func(gw *v1.APIGateway) { exposedBy(gw) })))
+	})
+}
