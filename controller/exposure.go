@@ -141,8 +141,7 @@ func findParentStatus(r *gatewayv1.HTTPRoute, p *v1.ParentGatewayReference) *gat
 		if ref.Namespace != nil {
 			ns = string(*ref.Namespace)
 		}
-		if ns+"/"+string(ref.Name) == want && deref(ref.SectionName) == gatewayv1.SectionName(deref(p.SectionName)) &&
-			deref(ref.Port) == deref(p.Port) {
+		if ns+"/"+string(ref.Name) == want && deref(ref.SectionName) == gatewayv1.SectionName(deref(p.SectionName)) {
 			return s
 		}
 	}

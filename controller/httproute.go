@@ -74,9 +74,6 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 		if p.SectionName != nil {
 			ref.WithSectionName(gatewayv1.SectionName(*p.SectionName))
 		}
-		if p.Port != nil {
-			ref.WithPort(*p.Port)
-		}
 		out = append(out, ref)
 	}
 	return out
@@ -87,13 +84,21 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 // in order, several matches a rule: the matches of a rule are alternatives
 // and every rule has the same backend, so the requests matched are the
 // same. 100 paths (the most a gateway has) fit Gateway API's 128 matches.
+//
+// The backend's group, kind and weight are the schema's defaults, spelt
+// out: rules is an atomic list, so the operator owns it whole, defaults
+// included, and what it last applied would otherwise never equal what it
+// wants (every reconcile would apply again).
 func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
 	perRule := (len(paths) + maxHTTPRouteRules - 1) / maxHTTPRouteRules
 	var rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
 	for start := 0; start < len(paths); start += perRule {
 		rule := gatewayv1ac.HTTPRouteRule().WithBackendRefs(gatewayv1ac.HTTPBackendRef().
+			WithGroup("").
+			WithKind("Service").
 			WithName(gatewayv1.ObjectName(gw.Name)).
-			WithPort(servicePort))
+			WithPort(servicePort).
+			WithWeight(1))
 		for _, p := range paths[start:min(start+perRule, len(paths))] {
 			rule.WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().
 				WithType(httpPathType(p.pathType)).

@@ -104,12 +104,12 @@ func TestV1ToV1alpha1(t *testing.T) {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("api.example.com", "/", v1.PathTypePrefix, "api", 80)},
 				Exposure: &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: []v1.ParentGatewayReference{
-					{Namespace: ptr.To("infra"), Name: "public", SectionName: ptr.To("https"), Port: ptr.To[int32](443)},
+					{Namespace: ptr.To("infra"), Name: "public", SectionName: ptr.To("https")},
 					{Name: "internal"},
 				}}},
 			}),
 			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"exposure":{"httpRoute":{"parentRefs":[` +
-				`{"name":"public","namespace":"infra","port":443,"sectionName":"https"},{"name":"internal"}]},"type":"HTTPRoute"}}}`},
+				`{"name":"public","namespace":"infra","sectionName":"https"},{"name":"internal"}]},"type":"HTTPRoute"}}}`},
 				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)}}),
 		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {

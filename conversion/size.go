@@ -88,9 +88,9 @@ func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
 }
 
 // parentRefBound bounds the encoding of a parentRef: its strings escaped,
-// and two elements for the punctuation, the key names and the port (all
-// four fields set, with an 11-byte port, take 63 bytes besides the
-// strings, the comma that follows included).
+// and two elements for the punctuation and the key names (all three
+// fields set take 45 bytes besides the strings, the comma that follows
+// included).
 func parentRefBound(p *v1.ParentGatewayReference) int {
 	n := escBytes*len(p.Name) + 2*elementBytes
 	if p.Namespace != nil {

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -89,15 +90,15 @@ func boundedList(names []string) string {
 // that serve one of gw's route keys that old did not have: the holders
 // validateConflicts names.
 func conflictHolders(old, gw *v1.APIGateway, others []v1.APIGateway) []string {
-	keys := validation.RouteKeys(gw)
+	// Sets: a gateway has up to 3,200 keys (100 routes, 32 parents).
+	keys := sets.New(validation.RouteKeys(gw)...)
 	if old != nil {
-		had := validation.RouteKeys(old)
-		keys = slices.DeleteFunc(keys, func(k string) bool { return slices.Contains(had, k) })
+		keys.Delete(validation.RouteKeys(old)...)
 	}
 	var holders []string
 	for i := range others {
 		o := &others[i]
-		if sameGateway(o, gw) || !slices.ContainsFunc(validation.RouteKeys(o), func(k string) bool { return slices.Contains(keys, k) }) {
+		if sameGateway(o, gw) || !slices.ContainsFunc(validation.RouteKeys(o), keys.Has) {
 			continue
 		}
 		if name := o.Namespace + "/" + o.Name; !slices.Contains(holders, name) {

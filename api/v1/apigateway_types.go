@@ -41,7 +41,7 @@ const (
 // entry and host; see validation.RuleTLSHosts).
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.tls.all(t, t.hosts.all(h, h in self.routes.map(r, r.host)))",fieldPath=".tls",message="every TLS host must be the host of one of the gateway's routes",messageExpression="'host ' + self.tls.map(t, t.hosts.filter(h, !(h in self.routes.map(r, r.host)))).flatten()[0] + ' is not the host of any of the gateway\\'s routes: every TLS host must be one'"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || size(self.tls.map(t, t.hosts).flatten()) == size(self.tls.map(t, t.hosts).flatten().distinct())",fieldPath=".tls",message="a host may be listed once, in one TLS entry: a host can have only one certificate"
-// +kubebuilder:validation:XValidation:rule="!has(self.exposure) || self.exposure.type != 'HTTPRoute' || !has(self.tls)",fieldPath=".tls",message="with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners: put the certificate in a listener's certificateRefs and remove spec.tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.exposure) || self.exposure.type != 'HTTPRoute' || !has(self.tls) || size(self.tls) == 0",fieldPath=".tls",message="with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners: put the certificate in a listener's certificateRefs and remove spec.tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.exposure) || self.exposure.type != 'HTTPRoute' || !has(self.ingressClassName)",fieldPath=".ingressClassName",message="ingressClassName selects the class of the gateway's Ingress, which exposure type HTTPRoute does not create: remove it"
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods, an nginx build that
@@ -146,8 +146,8 @@ type Exposure struct {
 type HTTPRouteExposure struct {
 	// parentRefs are the Gateways (gateway.networking.k8s.io/v1) every
 	// HTTPRoute of the gateway attaches to, from 1 to 32. Two references
-	// to one Gateway must each name a different listener (sectionName or
-	// port), as Gateway API requires. (The admission webhook checks that;
+	// to one Gateway must each name a different listener (sectionName), as
+	// Gateway API requires. (The admission webhook checks that;
 	// the schema cannot within the API server's budget for its rules, so
 	// while the webhook is down Gateway API's own schema refuses the
 	// HTTPRoutes and the gateway reports it in its Degraded condition.)
@@ -178,19 +178,14 @@ type ParentGatewayReference struct {
 	Name string `json:"name"`
 
 	// sectionName is the name of the Gateway's listener to attach to;
-	// unset means every listener that accepts the route.
+	// unset means every listener that accepts the route. (Gateway API's
+	// parentRef port is in its experimental channel only, so a gateway
+	// cannot name one: the standard HTTPRoute schema would refuse it.)
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="must be the name of a listener: a lower-case DNS subdomain such as https"
 	// +optional
 	SectionName *string `json:"sectionName,omitempty"`
-
-	// port is the port of the Gateway's listeners to attach to, from 1 to
-	// 65535; unset means any.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	// +optional
-	Port *int32 `json:"port,omitempty"`
 }
 
 // Route sends the requests for one host and path to one backend Service.

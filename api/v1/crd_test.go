@@ -199,14 +199,6 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    oneRoute + httpRouteExposure("{name: public, sectionName: HTTPS}"),
 			wantErr: []string{`spec.exposure.httpRoute.parentRefs[0].sectionName: Invalid value: "HTTPS": must be the name of a listener`},
 		},
-		"a parentRef port 0": {
-			spec:    oneRoute + httpRouteExposure("{name: public, port: 0}"),
-			wantErr: []string{"spec.exposure.httpRoute.parentRefs[0].port: Invalid value: 0: spec.exposure.httpRoute.parentRefs[0].port in body should be greater than or equal to 1"},
-		},
-		"a parentRef port 65536": {
-			spec:    oneRoute + httpRouteExposure("{name: public, port: 65536}"),
-			wantErr: []string{"spec.exposure.httpRoute.parentRefs[0].port: Invalid value: 65536: spec.exposure.httpRoute.parentRefs[0].port in body should be less than or equal to 65535"},
-		},
 		"tls with type HTTPRoute": {
 			spec:    oneRoute + "tls:\n- {hosts: [api.example.com], secretName: api-tls}\n" + httpRouteExposure("{name: public}"),
 			wantErr: []string{"spec.tls: Invalid value", "with exposure type HTTPRoute, TLS is terminated by the parent Gateway's listeners"},
@@ -235,8 +227,8 @@ func TestSchemaRejects(t *testing.T) {
 func TestHTTPRouteExposureRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	apply(t, ctx, "exposed", oneRoute+httpRouteExposure(
-		"{name: public, namespace: infra, sectionName: https, port: 443}",
-		"{name: public, namespace: infra, sectionName: http, port: 80}",
+		"{name: public, namespace: infra, sectionName: https}",
+		"{name: public, namespace: infra, sectionName: http}",
 		"{name: internal}",
 	))
 	res := env.Kubectl(ctx, nil, "get", "apigateways.v1.example.com", "exposed", "-n", "default", "-o", "json")
@@ -244,10 +236,9 @@ func TestHTTPRouteExposureRoundTrips(t *testing.T) {
 	var got v1.APIGateway
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
 	str := func(s string) *string { return &s }
-	num := func(n int32) *int32 { return &n }
 	assert.Equal(t, &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: []v1.ParentGatewayReference{
-		{Namespace: str("infra"), Name: "public", SectionName: str("https"), Port: num(443)},
-		{Namespace: str("infra"), Name: "public", SectionName: str("http"), Port: num(80)},
+		{Namespace: str("infra"), Name: "public", SectionName: str("https")},
+		{Namespace: str("infra"), Name: "public", SectionName: str("http")},
 		{Name: "internal"},
 	}}}, got.Spec.Exposure)
 }

@@ -67,10 +67,9 @@ func validateHTTPRouteExposure(h *v1.HTTPRouteExposure, fld *field.Path) field.E
 		first[key] = i
 		for j := range i {
 			q := h.ParentRefs[j]
-			if sameParent(p, q) && listenerFields(p) != listenerFields(q) {
+			if sameParent(p, q) && (p.SectionName == nil) != (q.SectionName == nil) {
 				errs = append(errs, field.Invalid(pfld, ParentString(&p, ""), fmt.Sprintf("parentRefs[%d] names the same Gateway: "+
-					"references to one Gateway must all name their listener the same way (all by sectionName, all by port, or all by both), "+
-					"or be the only reference to it", j)).WithOrigin(RuleParentRefs))
+					"references to one Gateway must each name a listener (sectionName), or be the only reference to it", j)).WithOrigin(RuleParentRefs))
 				break
 			}
 		}
@@ -95,9 +94,6 @@ func validateParentRef(p *v1.ParentGatewayReference, fld *field.Path) field.Erro
 		errs = append(errs, field.Invalid(fld.Child("sectionName"), *p.SectionName,
 			"must be the name of a listener: a lower-case DNS subdomain such as https").WithOrigin(RuleParentRefs))
 	}
-	if p.Port != nil && (*p.Port < 1 || *p.Port > 65535) {
-		errs = append(errs, field.Invalid(fld.Child("port"), *p.Port, "must be a port number from 1 to 65535").WithOrigin(RuleParentRefs))
-	}
 	return errs
 }
 
@@ -105,26 +101,14 @@ func validateParentRef(p *v1.ParentGatewayReference, fld *field.Path) field.Erro
 // they are written alike, as the schema compares them (an unset namespace
 // and the gateway's own name one Gateway, which ParentGateway resolves for
 // the conflict checks).
-type parentKey struct {
-	namespace, name, sectionName string
-	port                         int32
-}
+type parentKey struct{ namespace, name, sectionName string }
 
 func asWritten(p v1.ParentGatewayReference) parentKey {
-	return parentKey{deref(p.Namespace), p.Name, deref(p.SectionName), deref(p.Port)}
+	return parentKey{deref(p.Namespace), p.Name, deref(p.SectionName)}
 }
 
 func sameParent(a, b v1.ParentGatewayReference) bool {
 	return deref(a.Namespace) == deref(b.Namespace) && a.Name == b.Name
-}
-
-// listenerFields says which of the fields that pick a listener p sets.
-// Gateway API's HTTPRoute schema refuses two references to one Gateway
-// unless they set the same ones: a reference by sectionName beside one by
-// port is refused as surely as one naming no listener, so the HTTPRoute
-// would never be stored.
-func listenerFields(p v1.ParentGatewayReference) [2]bool {
-	return [2]bool{p.SectionName != nil, p.Port != nil}
 }
 
 func deref[T any](p *T) T {

@@ -28,9 +28,6 @@ func listener(name string) func(*v1.ParentGatewayReference) {
 	return func(p *v1.ParentGatewayReference) { p.SectionName = ptr.To(name) }
 }
 
-func port(n int32) func(*v1.ParentGatewayReference) {
-	return func(p *v1.ParentGatewayReference) { p.Port = ptr.To(n) }
-}
 
 // exposedBy turns gw into one exposed through HTTPRoutes attached to refs:
 // without spec.tls, which that exposure refuses.
@@ -60,11 +57,8 @@ func TestValidateExposure(t *testing.T) {
 		"two listeners of one Gateway, by sectionName": {mutate: func(gw *v1.APIGateway) {
 			exposedBy(gw, parent("public", listener("http")), parent("public", listener("https")))
 		}},
-		"two listeners of one Gateway, by port": {mutate: func(gw *v1.APIGateway) {
-			exposedBy(gw, parent("public", inNamespace("infra"), port(80)), parent("public", inNamespace("infra"), port(443)))
-		}},
 		"every field of a reference set": {mutate: func(gw *v1.APIGateway) {
-			exposedBy(gw, parent("public", inNamespace("infra"), listener("https"), port(443)))
+			exposedBy(gw, parent("public", inNamespace("infra"), listener("https")))
 		}},
 		// Gateway API compares references as written, and so does the
 		// schema: the Gateway's own namespace spelt out is another
@@ -122,23 +116,14 @@ func TestValidateExposure(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public", listener("HTTPS"))) },
 			want:   []wantErr{{refs + "[0].sectionName", invalid, "must be the name of a listener", RuleParentRefs}},
 		},
-		"port 0": {
-			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public", port(0))) },
-			want:   []wantErr{{refs + "[0].port", invalid, "must be a port number from 1 to 65535", RuleParentRefs}},
-		},
-		"port 65536": {
-			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public", port(65536))) },
-			want:   []wantErr{{refs + "[0].port", invalid, "must be a port number from 1 to 65535", RuleParentRefs}},
-		},
 		"every field of a reference wrong": {
 			mutate: func(gw *v1.APIGateway) {
-				exposedBy(gw, parent("Public", inNamespace("Infra"), listener("HTTPS"), port(-1)))
+				exposedBy(gw, parent("Public", inNamespace("Infra"), listener("HTTPS")))
 			},
 			want: []wantErr{
 				{refs + "[0].namespace", invalid, "", RuleParentRefs},
 				{refs + "[0].name", invalid, "", RuleParentRefs},
 				{refs + "[0].sectionName", invalid, "", RuleParentRefs},
-				{refs + "[0].port", invalid, "", RuleParentRefs},
 			},
 		},
 		"one Gateway twice": {
@@ -154,21 +139,13 @@ func TestValidateExposure(t *testing.T) {
 		"a Gateway and one of its listeners": {
 			mutate: func(gw *v1.APIGateway) { exposedBy(gw, parent("public"), parent("public", listener("https"))) },
 			want: []wantErr{{refs + "[1]", invalid,
-				"parentRefs[0] names the same Gateway: references to one Gateway must all name their listener the same way", RuleParentRefs}},
+				"parentRefs[0] names the same Gateway: references to one Gateway must each name a listener (sectionName)", RuleParentRefs}},
 		},
 		"a listener of a Gateway, then the Gateway": {
 			mutate: func(gw *v1.APIGateway) {
-				exposedBy(gw, parent("public", inNamespace("infra"), port(443)), parent("other"), parent("public", inNamespace("infra")))
+				exposedBy(gw, parent("public", inNamespace("infra"), listener("https")), parent("other"), parent("public", inNamespace("infra")))
 			},
 			want: []wantErr{{refs + "[2]", invalid, "parentRefs[0] names the same Gateway", RuleParentRefs}},
-		},
-		// Gateway API refuses this pair too: references to one parent must
-		// agree on setting sectionName and on setting port.
-		"one listener by sectionName, another by port": {
-			mutate: func(gw *v1.APIGateway) {
-				exposedBy(gw, parent("public", listener("https")), parent("public", port(80)))
-			},
-			want: []wantErr{{refs + "[1]", invalid, "parentRefs[0] names the same Gateway", RuleParentRefs}},
 		},
 		"tls with HTTPRoute": {
 			mutate: func(gw *v1.APIGateway) {

@@ -186,9 +186,6 @@ func ParentString(p *v1.ParentGatewayReference, namespace string) string {
 	if p.SectionName != nil {
 		s += " listener " + *p.SectionName
 	}
-	if p.Port != nil {
-		s += fmt.Sprintf(" port %d", *p.Port)
-	}
 	return "Gateway " + s
 }
 

@@ -97,7 +97,7 @@ func TestRouteScopes(t *testing.T) {
 		},
 		"two listeners of one Gateway": {
 			mutate: func(gw *v1.APIGateway) {
-				exposedBy(gw, parent("public", listener("http")), parent("public", listener("https")), parent("public", port(8443)))
+				exposedBy(gw, parent("public", listener("http")), parent("public", listener("https")), parent("public", listener("admin")))
 			},
 			want: []string{"gateway default/public"},
 		},
