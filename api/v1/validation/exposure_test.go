@@ -28,7 +28,6 @@ func listener(name string) func(*v1.ParentGatewayReference) {
 	return func(p *v1.ParentGatewayReference) { p.SectionName = ptr.To(name) }
 }
 
-
 // exposedBy turns gw into one exposed through HTTPRoutes attached to refs:
 // without spec.tls, which that exposure refuses.
 func exposedBy(gw *v1.APIGateway, refs ...v1.ParentGatewayReference) {
