@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/testenv"
@@ -33,9 +34,10 @@ func TestReconcilerWritesChildren(t *testing.T) {
 	gateways := testGateways()
 	gateways["refused"] = refused
 	options := map[string]Options{
-		"defaults": {DefaultImage: testImage},
+		"defaults": {DefaultImage: testImage, GatewayAPI: true},
 		"resolvers and cluster domain": {
 			DefaultImage: "registry.example.com/nginx:1", Resolvers: []string{"10.96.0.10", "[fd00::a]:5353"}, ClusterDomain: "corp.internal",
+			GatewayAPI: true,
 		},
 	}
 	for gwName, gw := range gateways {
@@ -98,6 +100,8 @@ func typedChild(t *testing.T, ac runtime.ApplyConfiguration) client.Object {
 		obj = serviceChild.newObj()
 	case *networkingv1ac.IngressApplyConfiguration:
 		obj = ingressChild.newObj()
+	case *gatewayv1ac.HTTPRouteApplyConfiguration:
+		obj = httpRouteChild.newObj()
 	default:
 		t.Fatalf("not a child: %T", ac)
 	}

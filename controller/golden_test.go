@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,7 +76,18 @@ func testGateways() map[string]*v1.APIGateway {
 	// No image and no replicas: what the reconciler sees when the
 	// defaulting webhook failed open.
 	bare := gateway("bare", route("bare.example.com", "/", v1.PathTypePrefix, "web", 80))
-	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare}
+
+	// Exposed through HTTPRoutes: one per host, attached to a listener of
+	// a Gateway in another namespace and to a Gateway in its own.
+	httpRoute := httpRouteGateway("httproute", []v1.ParentGatewayReference{
+		{Namespace: ptr.To("infra"), Name: "public", SectionName: ptr.To("https")},
+		{Name: "internal"},
+	},
+		route("www.example.com", "/", v1.PathTypePrefix, "web", 80),
+		route("*.apps.example.com", "/api/", v1.PathTypePrefix, "api", 8080),
+		route("api.example.com", "/v1/status", v1.PathTypeExact, "status", 9000),
+		route("api.example.com", "/caf%C3%A9/", v1.PathTypePrefix, "cafe", 8080))
+	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare, "httproute": httpRoute}
 }
 
 // testImage is the image the golden Deployments run when spec.image is empty.
@@ -91,7 +103,18 @@ func TestBuildersGolden(t *testing.T) {
 				Image: testImage, ConfigHash: configHash(config), LocalResolvers: true,
 			}))
 			goldenYAML(t, name+".service.yaml", desiredService(gw))
-			goldenYAML(t, name+".ingress.yaml", desiredIngress(gw))
+			if !exposedByHTTPRoute(gw) {
+				goldenYAML(t, name+".ingress.yaml", desiredIngress(gw))
+				return
+			}
+			// One file, the HTTPRoutes in the order they are applied.
+			var docs []string
+			for _, r := range desiredHTTPRoutes(gw) {
+				data, err := yaml.Marshal(r)
+				require.NoError(t, err)
+				docs = append(docs, string(data))
+			}
+			golden(t, name+".httproutes.yaml", []byte(strings.Join(docs, "---\n")))
 		})
 	}
 }

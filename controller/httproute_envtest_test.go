@@ -1,0 +1,440 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// gatewayController is the controllerName the tests write HTTPRoute
+// status as, playing a Gateway controller (envtest runs none).
+const gatewayController = "example.net/gateway-controller"
+
+// createHTTPRouteGateway creates competitor(ns, name, routes...) exposed
+// through HTTPRoutes attached to parents. Since envtest runs no garbage
+// collector, the gateway's HTTPRoutes are deleted after it when the test
+// ends.
+func createHTTPRouteGateway(t *testing.T, ns, name string, parents []v1.ParentGatewayReference, routes ...v1.Route) *v1.APIGateway {
+	t.Helper()
+	gw := competitor(ns, name, routes...)
+	gw.Spec.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: parents}}
+	// Registered first, so it runs after createGateway's cleanup has
+	// deleted the gateway and nothing re-applies the HTTPRoutes.
+	t.Cleanup(func() {
+		_ = env.Client.DeleteAllOf(context.Background(), &gatewayv1.HTTPRoute{}, client.InNamespace(ns),
+			client.MatchingLabels{LabelInstance: name})
+	})
+	return createGateway(t, gw)
+}
+
+// httpRoutesOf are the HTTPRoutes gw controls, by host.
+func httpRoutesOf(ctx context.Context, gw *v1.APIGateway) (map[string]*gatewayv1.HTTPRoute, error) {
+	list := &gatewayv1.HTTPRouteList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(gw.Namespace)); err != nil {
+		return nil, err
+	}
+	out := map[string]*gatewayv1.HTTPRoute{}
+	for i := range list.Items {
+		r := &list.Items[i]
+		if ref := metav1.GetControllerOf(r); ref == nil || ref.UID != gw.UID {
+			continue
+		}
+		out[hostOf(r)] = r
+	}
+	return out, nil
+}
+
+// routeSummary is what r sends where: "type value -> service:port" for
+// each match of each rule, sorted (a Gateway orders matches by its own
+// precedence rules; the golden files pin the order the operator writes).
+func routeSummary(r *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, rule := range r.Spec.Rules {
+		var backends []string
+		for _, b := range rule.BackendRefs {
+			backends = append(backends, fmt.Sprintf("%s:%d", b.Name, deref(b.Port)))
+		}
+		for _, m := range rule.Matches {
+			out = append(out, fmt.Sprintf("%s %s -> %s", deref(m.Path.Type), deref(m.Path.Value), strings.Join(backends, ",")))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitHTTPRoutes waits until gw's HTTPRoutes are exactly one per host of
+// want, each with the summary (routeSummary) want has for it, and returns
+// them by host.
+func waitHTTPRoutes(t *testing.T, gw *v1.APIGateway, want map[string][]string) map[string]*gatewayv1.HTTPRoute {
+	t.Helper()
+	var routes map[string]*gatewayv1.HTTPRoute
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var err error
+		routes, err = httpRoutesOf(context.Background(), gw)
+		require.NoError(c, err)
+		got := map[string][]string{}
+		for host, r := range routes {
+			got[host] = routeSummary(r)
+		}
+		assert.Equal(c, want, got, "HTTPRoutes of %s/%s", gw.Namespace, gw.Name)
+	}, waitFor, tick)
+	return routes
+}
+
+// waitObserved waits until gw's status describes its current generation.
+func waitObserved(t *testing.T, gw *v1.APIGateway) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
+		assert.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written for this generation")
+	}, waitFor, tick)
+}
+
+// assertNoIngress waits until gw has no Ingress.
+func assertNoIngress(t *testing.T, gw *v1.APIGateway) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), &networkingv1.Ingress{})
+		assert.True(c, apierrors.IsNotFound(err), "the Ingress is there (%v)", err)
+	}, waitFor, tick)
+}
+
+// answerAsGatewayController writes, through the status subresource, what a
+// Gateway controller says of the HTTPRoute named key at parent ref: conds,
+// describing the route's current generation.
+func answerAsGatewayController(t *testing.T, key client.ObjectKey, ref gatewayv1.ParentReference, conds ...metav1.Condition) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r := &gatewayv1.HTTPRoute{}
+		if err := env.Client.Get(ctx, key, r); err != nil {
+			return err
+		}
+		for i := range conds {
+			conds[i].ObservedGeneration = r.Generation
+			conds[i].LastTransitionTime = metav1.Now()
+		}
+		r.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: ref, ControllerName: gatewayController, Conditions: conds}}
+		return env.Client.Status().Update(ctx, r)
+	}))
+}
+
+// printedColumn is what `kubectl get agw` prints for gw in column (its
+// header, such as EXPOSED).
+func printedColumn(c *assert.CollectT, gw *v1.APIGateway, column string) string {
+	res := env.Kubectl(context.Background(), nil, "get", "agw", gw.Name, "-n", gw.Namespace)
+	require.NoError(c, res.Err)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(c, lines, 2, "kubectl printed:\n%s", res.Stdout)
+	// kubectl aligns the columns: a value starts where its header does.
+	at := strings.Index(lines[0], column)
+	require.GreaterOrEqual(c, at, 0, "no %s column in:\n%s", column, res.Stdout)
+	require.Greater(c, len(lines[1]), at, "kubectl printed:\n%s", res.Stdout)
+	fields := strings.Fields(lines[1][at:])
+	require.NotEmpty(c, fields)
+	return fields[0]
+}
+
+func patchSpec(t *testing.T, gw *v1.APIGateway, patch string) {
+	t.Helper()
+	require.NoError(t, env.Client.Patch(context.Background(), gw, client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+// TestHTTPRouteGatewayGetsHTTPRoutes: a gateway exposed through
+// HTTPRoutes gets one per host, controlled by it, sending its paths to its
+// Service, and no Ingress; hand edits are put back, a host removed takes
+// its HTTPRoute with it and a host added brings one.
+func TestHTTPRouteGatewayGetsHTTPRoutes(t *testing.T) {
+	op := startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "httproute")
+	gw := createHTTPRouteGateway(t, ns, "shop", []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public", SectionName: ptr.To("https")}},
+		route("shop.example.com", "/cart/", v1.PathTypePrefix, "cart", 8080),
+		route("shop.example.com", "/caf%C3%A9", v1.PathTypeExact, "cafe", 8080),
+		route("*.shop.example.com", "/", v1.PathTypePrefix, "tenants", 8080))
+
+	routes := waitHTTPRoutes(t, gw, map[string][]string{
+		"shop.example.com":   {"Exact /caf%C3%A9 -> shop:80", "PathPrefix /cart -> shop:80"},
+		"*.shop.example.com": {"PathPrefix / -> shop:80"},
+	})
+	for host, r := range routes {
+		assert.Equal(t, HTTPRouteName(gw, host), r.Name)
+		assertControlledBy(t, r, gw)
+		assert.Equal(t, []gatewayv1.ParentReference{{
+			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")),
+			Namespace: ptr.To(gatewayv1.Namespace("infra")), Name: "public", SectionName: ptr.To(gatewayv1.SectionName("https")),
+		}}, r.Spec.ParentRefs)
+	}
+	cur := waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+	assert.Contains(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionDegraded).Message, "HTTPRoutes")
+	waitCondition(t, gw, v1.ConditionExposed, "Unknown", v1.ReasonPending)
+	assertNoIngress(t, gw)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		reasons, err := gatewayEvents(ctx, gw)
+		require.NoError(c, err)
+		assert.Equal(c, []string{fmt.Sprintf("Normal Created: Created ConfigMap shop-config, Deployment shop, Service shop, HTTPRoute %s, HTTPRoute %s",
+			HTTPRouteName(gw, "*.shop.example.com"), HTTPRouteName(gw, "shop.example.com"))}, reasons)
+	}, waitFor, tick)
+	// What the operator applied is what it wants: reconciling again
+	// applies nothing (and records no Updated event).
+	assertReconcilesWriteNothing(t, op, gw)
+
+	name := HTTPRouteName(gw, "shop.example.com")
+	t.Run("a hand-edited backend port is restored", func(t *testing.T) {
+		res := env.Kubectl(ctx, nil, "patch", "httproute", name, "-n", ns, "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/rules/0/backendRefs/0/port","value":8080}]`)
+		require.NoError(t, res.Err)
+		require.NotContains(t, res.Stdout, "no change")
+		waitHTTPRoutes(t, gw, map[string][]string{
+			"shop.example.com":   {"Exact /caf%C3%A9 -> shop:80", "PathPrefix /cart -> shop:80"},
+			"*.shop.example.com": {"PathPrefix / -> shop:80"},
+		})
+	})
+	t.Run("a hand-edited path is restored", func(t *testing.T) {
+		res := env.Kubectl(ctx, nil, "patch", "httproute", name, "-n", ns, "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/rules/0/matches/0/path/value","value":"/hijacked"}]`)
+		require.NoError(t, res.Err)
+		require.NotContains(t, res.Stdout, "no change")
+		waitHTTPRoutes(t, gw, map[string][]string{
+			"shop.example.com":   {"Exact /caf%C3%A9 -> shop:80", "PathPrefix /cart -> shop:80"},
+			"*.shop.example.com": {"PathPrefix / -> shop:80"},
+		})
+	})
+	t.Run("a removed host's HTTPRoute is deleted, the other left alone", func(t *testing.T) {
+		before := routes["shop.example.com"]
+		patchSpec(t, gw, `{"spec":{"routes":[
+			{"host":"shop.example.com","path":"/cart/","pathType":"Prefix","backendService":{"name":"cart","port":8080}},
+			{"host":"shop.example.com","path":"/caf%C3%A9","pathType":"Exact","backendService":{"name":"cafe","port":8080}}]}}`)
+		after := waitHTTPRoutes(t, gw, map[string][]string{
+			"shop.example.com": {"Exact /caf%C3%A9 -> shop:80", "PathPrefix /cart -> shop:80"},
+		})
+		assert.Equal(t, before.UID, after["shop.example.com"].UID, "recreated")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			reasons, err := gatewayEvents(ctx, gw)
+			require.NoError(c, err)
+			assert.Contains(c, reasons, "Normal Deleted HTTPRoute/"+HTTPRouteName(gw, "*.shop.example.com"))
+		}, waitFor, tick)
+	})
+	t.Run("an added host gets an HTTPRoute", func(t *testing.T) {
+		patchSpec(t, gw, `{"spec":{"routes":[
+			{"host":"shop.example.com","path":"/cart/","pathType":"Prefix","backendService":{"name":"cart","port":8080}},
+			{"host":"shop.example.com","path":"/caf%C3%A9","pathType":"Exact","backendService":{"name":"cafe","port":8080}},
+			{"host":"pay.example.com","path":"/","pathType":"Exact","backendService":{"name":"pay","port":9000}}]}}`)
+		waitHTTPRoutes(t, gw, map[string][]string{
+			"shop.example.com": {"Exact /caf%C3%A9 -> shop:80", "PathPrefix /cart -> shop:80"},
+			"pay.example.com":  {"Exact / -> shop:80"},
+		})
+		waitObserved(t, gw)
+		waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+	})
+}
+
+// TestHundredPathsFitOneHTTPRoute: the most routes a gateway may have, all
+// on one host, make an HTTPRoute Gateway API's schema accepts.
+func TestHundredPathsFitOneHTTPRoute(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "httproute-many")
+	gw := createHTTPRouteGateway(t, ns, "many", []v1.ParentGatewayReference{{Name: "public"}}, manyPaths("many.example.com", 100)...)
+	var want []string
+	for i := range 100 {
+		want = append(want, fmt.Sprintf("PathPrefix /p%03d -> many:80", i))
+	}
+	waitHTTPRoutes(t, gw, map[string][]string{"many.example.com": want})
+	waitObserved(t, gw)
+	waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+}
+
+// TestGarbageCollectorDeletesTheHTTPRoutes: with the real garbage
+// collector running, a deleted gateway's HTTPRoutes go through their owner
+// references.
+func TestGarbageCollectorDeletesTheHTTPRoutes(t *testing.T) {
+	startOperator(t)
+	env.RunControllers(t, "garbagecollector")
+	ctx := context.Background()
+	ns := newNamespace(t, "httproute-gc")
+	gw := createHTTPRouteGateway(t, ns, "collected", []v1.ParentGatewayReference{{Name: "public"}},
+		route("a.example.com", "/", v1.PathTypePrefix, "web", 80),
+		route("b.example.com", "/", v1.PathTypePrefix, "web", 80))
+	routes := waitHTTPRoutes(t, gw, map[string][]string{
+		"a.example.com": {"PathPrefix / -> collected:80"},
+		"b.example.com": {"PathPrefix / -> collected:80"},
+	})
+
+	require.NoError(t, env.Client.Delete(ctx, gw))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, r := range routes {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), &gatewayv1.HTTPRoute{})
+			assert.True(c, apierrors.IsNotFound(err), "HTTPRoute %s still exists (%v)", r.Name, err)
+		}
+	}, 2*time.Minute, 250*time.Millisecond)
+}
+
+// TestExposedFollowsTheParentGateway plays the parent Gateway's
+// controller: the Exposed condition, and the EXPOSED column of kubectl
+// get, follow what it writes in the HTTPRoute's status, and a verdict on
+// an older generation of the route counts for nothing.
+func TestExposedFollowsTheParentGateway(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "exposed")
+	gw := createHTTPRouteGateway(t, ns, "shop", []v1.ParentGatewayReference{{Name: "public", SectionName: ptr.To("https")}},
+		route("shop.example.com", "/", v1.PathTypePrefix, "web", 80))
+	key := client.ObjectKey{Namespace: ns, Name: HTTPRouteName(gw, "shop.example.com")}
+	// As a Gateway controller writes it: group, kind and namespace left
+	// to their defaults.
+	ref := gatewayv1.ParentReference{Name: "public", SectionName: ptr.To(gatewayv1.SectionName("https"))}
+
+	assertExposed := func(t *testing.T, status metav1.ConditionStatus, reason string) *metav1.Condition {
+		t.Helper()
+		cur := waitCondition(t, gw, v1.ConditionExposed, status, reason)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, reason, printedColumn(c, gw, "EXPOSED"))
+		}, waitFor, tick)
+		return meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed)
+	}
+
+	c := assertExposed(t, "Unknown", v1.ReasonPending)
+	assert.Contains(t, c.Message, "HTTPRoute "+key.Name+" (shop.example.com) at Gateway "+ns+"/public listener https: no status yet")
+
+	answerAsGatewayController(t, key, ref,
+		metav1.Condition{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "accepted by listener https"},
+		metav1.Condition{Type: "ResolvedRefs", Status: "True", Reason: "ResolvedRefs", Message: "all references resolved"})
+	assertExposed(t, "True", v1.ReasonExposed)
+
+	answerAsGatewayController(t, key, ref,
+		metav1.Condition{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners",
+			Message: "listener https allows routes from namespaces labelled team=web only"},
+		metav1.Condition{Type: "ResolvedRefs", Status: "True", Reason: "ResolvedRefs", Message: "all references resolved"})
+	c = assertExposed(t, "False", "NotAllowedByListeners")
+	assert.Contains(t, c.Message, "listener https allows routes from namespaces labelled team=web only")
+	cur := waitCondition(t, gw, v1.ConditionReady, "False", ReasonReplicasNotReady)
+	assert.Equal(t, cur.Generation, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed).ObservedGeneration)
+
+	// A new path is a new generation of the route: the refusal was of the
+	// old one, so the gateway waits for the Gateway's word again.
+	patchSpec(t, gw, `{"spec":{"routes":[{"host":"shop.example.com","path":"/v2","pathType":"Prefix","backendService":{"name":"web","port":80}}]}}`)
+	waitHTTPRoutes(t, gw, map[string][]string{"shop.example.com": {"PathPrefix /v2 -> shop:80"}})
+	assertExposed(t, "Unknown", v1.ReasonPending)
+}
+
+// TestSwitchingExposure: a gateway switched from Ingress to HTTPRoute
+// exposure loses its Ingress and gets HTTPRoutes, and the Exposed
+// condition; switched back, the HTTPRoutes and the condition go and the
+// Ingress returns.
+func TestSwitchingExposure(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "switch")
+	gw := competitor(ns, "shop", route("shop.example.com", "/cart", v1.PathTypePrefix, "cart", 8080))
+	t.Cleanup(func() {
+		_ = env.Client.DeleteAllOf(context.Background(), &gatewayv1.HTTPRoute{}, client.InNamespace(ns))
+	})
+	gw = createGateway(t, gw)
+	_, ch := settled(t, gw)
+	assertControlledBy(t, &ch.ing, gw)
+
+	patchSpec(t, gw, `{"spec":{"exposure":{"type":"HTTPRoute","httpRoute":{"parentRefs":[{"name":"public"}]}}}}`)
+	waitHTTPRoutes(t, gw, map[string][]string{"shop.example.com": {"PathPrefix /cart -> shop:80"}})
+	assertNoIngress(t, gw)
+	waitCondition(t, gw, v1.ConditionExposed, "Unknown", v1.ReasonPending)
+	waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+
+	patchSpec(t, gw, `{"spec":{"exposure":{"type":"Ingress","httpRoute":null}}}`)
+	waitHTTPRoutes(t, gw, map[string][]string{})
+	cur, ch := settled(t, gw)
+	assertControlledBy(t, &ch.ing, gw)
+	require.Len(t, ch.ing.Spec.Rules, 1)
+	assert.Equal(t, "shop.example.com", ch.ing.Spec.Rules[0].Host)
+	assert.Nil(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed), "an Ingress gateway has no Exposed condition")
+}
+
+// TestGatewayAPIMissingIsReported: an operator that found no Gateway API
+// when it started (here told so, on a cluster that has it; test/e2e runs
+// one without) says so on every gateway that wants HTTPRoutes, and creates
+// none, while a gateway exposed through an Ingress is served as ever.
+func TestGatewayAPIMissingIsReported(t *testing.T) {
+	startOperator(t, func(o *Options) { o.GatewayAPI = false })
+	ns := newNamespace(t, "no-gateway-api")
+	wants := createHTTPRouteGateway(t, ns, "wants", []v1.ParentGatewayReference{{Name: "public"}},
+		route("wants.example.com", "/", v1.PathTypePrefix, "web", 80))
+	ingress := createGateway(t, competitor(ns, "ingress", route("ingress.example.com", "/", v1.PathTypePrefix, "web", 80)))
+
+	cur := waitCondition(t, wants, v1.ConditionReady, "False", v1.ReasonGatewayAPIMissing)
+	waitCondition(t, wants, v1.ConditionDegraded, "True", v1.ReasonGatewayAPIMissing)
+	c := meta.FindStatusCondition(waitCondition(t, wants, v1.ConditionExposed, "False", v1.ReasonGatewayAPIMissing).Status.Conditions, v1.ConditionExposed)
+	assert.Contains(t, c.Message, "install Gateway API's CRDs and restart the operator")
+	assert.Equal(t, cur.Generation, cur.Status.ObservedGeneration)
+	routes, err := httpRoutesOf(context.Background(), wants)
+	require.NoError(t, err)
+	assert.Empty(t, routes)
+	assertNoIngress(t, wants)
+
+	cur, ch := settled(t, ingress)
+	assertControlledBy(t, &ch.ing, ingress)
+	assert.Nil(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed))
+	waitCondition(t, ingress, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+}
+
+// TestHTTPRouteConflictsArePerParentGateway: two gateways attached to one
+// Gateway with a route in common (admitted while the webhook was down):
+// the older serves it, the younger reports the conflict and its HTTPRoute
+// leaves the path out, and one that loses every route has no HTTPRoute at
+// all. A gateway attached to another Gateway competes with neither.
+func TestHTTPRouteConflictsArePerParentGateway(t *testing.T) {
+	startOperator(t)
+	ctx := context.Background()
+	nsA, nsB := newNamespace(t, "hr-conflict-a"), newNamespace(t, "hr-conflict-b")
+	const host = "hr-conflict.example.com"
+	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
+
+	older := createHTTPRouteGateway(t, nsA, "shop", public,
+		route(host, "/users", v1.PathTypePrefix, "users-a", 80),
+		route(host, "/a-only", v1.PathTypePrefix, "only-a", 80))
+	waitHTTPRoutes(t, older, map[string][]string{host: {"PathPrefix /a-only -> shop:80", "PathPrefix /users -> shop:80"}})
+	waitObserved(t, older)
+
+	younger := createHTTPRouteGateway(t, nsB, "shop", public,
+		route(host, "/users/", v1.PathTypePrefix, "users-b", 80), // the same route once normalised
+		route(host, "/b-only", v1.PathTypePrefix, "only-b", 80))
+	loser := createHTTPRouteGateway(t, nsB, "loser", public, route(host, "/a-only", v1.PathTypePrefix, "only-loser", 80))
+	elsewhere := createHTTPRouteGateway(t, nsB, "elsewhere", []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "internal"}},
+		route(host, "/users", v1.PathTypePrefix, "users-internal", 80))
+
+	cur := waitCondition(t, younger, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
+	msg := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted).Message
+	assert.Contains(t, msg, "spec.routes[0] ("+host+" Prefix /users/) is served by APIGateway "+nsA+"/shop, ")
+	assert.NotContains(t, msg, "spec.routes[1]")
+	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> shop:80"}})
+
+	waitCondition(t, loser, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
+	waitCondition(t, loser, v1.ConditionExposed, "False", v1.ReasonRouteConflict)
+	waitHTTPRoutes(t, loser, map[string][]string{})
+
+	waitCondition(t, elsewhere, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, elsewhere, map[string][]string{host: {"PathPrefix /users -> elsewhere:80"}})
+	waitCondition(t, older, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, older, map[string][]string{host: {"PathPrefix /a-only -> shop:80", "PathPrefix /users -> shop:80"}})
+
+	// The older lets its routes go: the others take them.
+	require.NoError(t, env.Client.Delete(ctx, older))
+	waitCondition(t, younger, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> shop:80", "PathPrefix /users -> shop:80"}})
+	waitCondition(t, loser, v1.ConditionExposed, "Unknown", v1.ReasonPending)
+	waitHTTPRoutes(t, loser, map[string][]string{host: {"PathPrefix /a-only -> loser:80"}})
+}
