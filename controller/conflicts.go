@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -126,16 +125,7 @@ const maxConflictsShown = 5
 
 // conflictsMessage is the Accepted condition's message for lost routes.
 func conflictsMessage(lost []routeConflict) string {
-	shown := lost[:min(len(lost), maxConflictsShown)]
-	parts := make([]string, len(shown))
-	for i, c := range shown {
-		parts[i] = c.String()
-	}
-	msg := strings.Join(parts, "; ")
-	if more := len(lost) - len(shown); more > 0 {
-		msg += fmt.Sprintf("; and %d more", more)
-	}
-	return msg + ". Only the oldest APIGateway of an ingress class, or of a parent Gateway, serves a host, pathType and path; " +
+	return joinBounded(lost, maxConflictsShown) + ". Only the oldest APIGateway of an ingress class, or of a parent Gateway, serves a host, pathType and path; " +
 		"remove or change the route here or there"
 }
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,18 +147,7 @@ func findParentStatus(r *gatewayv1.HTTPRoute, p *v1.ParentGatewayReference) *gat
 	return nil
 }
 
-func verdictsMessage(vs []verdict) string {
-	shown := vs[:min(len(vs), maxVerdictsShown)]
-	parts := make([]string, len(shown))
-	for i, v := range shown {
-		parts[i] = v.String()
-	}
-	msg := strings.Join(parts, "; ")
-	if more := len(vs) - len(shown); more > 0 {
-		msg += fmt.Sprintf("; and %d more", more)
-	}
-	return msg
-}
+func verdictsMessage(vs []verdict) string { return joinBounded(vs, maxVerdictsShown) }
 
 func hostOf(r *gatewayv1.HTTPRoute) string {
 	if len(r.Spec.Hostnames) == 0 {

@@ -158,6 +158,22 @@ func failureReason(failures []failure) string {
 	return ReasonApplyFailed
 }
 
+// joinBounded joins the first limit of items for a condition's message,
+// saying how many it left out: a message stays bounded whatever the
+// number of routes.
+func joinBounded[T fmt.Stringer](items []T, limit int) string {
+	shown := items[:min(len(items), limit)]
+	parts := make([]string, len(shown))
+	for i, item := range shown {
+		parts[i] = item.String()
+	}
+	msg := strings.Join(parts, "; ")
+	if more := len(items) - len(shown); more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return msg
+}
+
 // exposureKind names the children that expose gw, for messages.
 func exposureKind(gw *v1.APIGateway) string {
 	if exposedByHTTPRoute(gw) {
