@@ -13,26 +13,6 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// wantErr is one expected validation error: its field path, its type, a
-// part of its detail ("" checks nothing) and its rule.
-type wantErr struct {
-	field  string
-	typ    field.ErrorType
-	detail string
-	rule   string
-}
-
-func checkErrors(t *testing.T, want []wantErr, got field.ErrorList) {
-	t.Helper()
-	require.Len(t, got, len(want), "errors: %v", got)
-	for i, w := range want {
-		assert.Equal(t, w.field, got[i].Field, "error %d: %v", i, got[i])
-		assert.Equal(t, w.typ, got[i].Type, "error %d: %v", i, got[i])
-		assert.Contains(t, got[i].Detail, w.detail, "error %d", i)
-		assert.Equal(t, w.rule, got[i].Origin, "error %d: %v", i, got[i])
-	}
-}
-
 // The rules about the gateway alone are package validation's, tested there;
 // these are the conflicts with other gateways that Validate adds.
 func TestValidateConflicts(t *testing.T) {

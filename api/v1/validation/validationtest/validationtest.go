@@ -1,0 +1,78 @@
+// Package validationtest holds the fixtures and the error check that the
+// tests of package validation and of the admission webhooks share: one
+// valid gateway to change, and one way to compare field errors, so the
+// two suites cannot drift apart on either.
+package validationtest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// ValidGateway is a defaulted gateway that passes validation with no
+// warning; each test changes what it is about.
+func ValidGateway() *v1.APIGateway {
+	return &v1.APIGateway{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "APIGateway"},
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "default"},
+		Spec: v1.APIGatewaySpec{
+			Image:    "nginx:1.27",
+			Replicas: ptr.To[int32](2),
+			Routes: []v1.Route{
+				Route("/users/", "user-service", 8080),
+				Route("/products/", "product-service", 8081),
+			},
+			TLS: []v1.GatewayTLS{{Hosts: []string{"api.example.com"}, SecretName: "api-tls"}},
+		},
+	}
+}
+
+// Route is a Prefix route on api.example.com.
+func Route(path, svc string, port int32) v1.Route {
+	return v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: svc, Port: port}}
+}
+
+// GatewayWith returns ValidGateway changed by mutate.
+func GatewayWith(mutate func(*v1.APIGateway)) *v1.APIGateway {
+	gw := ValidGateway()
+	if mutate != nil {
+		mutate(gw)
+	}
+	return gw
+}
+
+// WantErr is one expected validation error: its field path, its type, a
+// part of its detail ("" checks nothing) and its rule.
+type WantErr struct {
+	Field  string
+	Type   field.ErrorType
+	Detail string
+	Rule   string
+}
+
+// CheckErrors asserts that got holds exactly want, in order. W is a test
+// package's own type defined as WantErr, whose tables can then be written
+// without field names (vet allows that for a package's own types only).
+func CheckErrors[W ~struct {
+	Field  string
+	Type   field.ErrorType
+	Detail string
+	Rule   string
+}](t *testing.T, want []W, got field.ErrorList) {
+	t.Helper()
+	require.Len(t, got, len(want), "errors: %v", got)
+	for i, ww := range want {
+		w := WantErr(ww)
+		assert.Equal(t, w.Field, got[i].Field, "error %d: %v", i, got[i])
+		assert.Equal(t, w.Type, got[i].Type, "error %d: %v", i, got[i])
+		assert.Contains(t, got[i].Detail, w.Detail, "error %d", i)
+		assert.Equal(t, w.Rule, got[i].Origin, "error %d: %v", i, got[i])
+	}
+}
