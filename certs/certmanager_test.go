@@ -2,9 +2,6 @@ package certs
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,22 +23,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
-
-// installCertManagerCRDs installs the CRDs shipped in the cert-manager
-// module this project builds against.
-func installCertManagerCRDs(t *testing.T) {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
-	require.NoError(t, err, "locating the cert-manager module")
-	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
-		ErrorIfPathMissing: true,
-	})
-	require.NoError(t, err)
-}
 
 // certManagerScheme knows the built-in types, CRDs and cert-manager's types.
 func certManagerScheme() *runtime.Scheme {
@@ -89,7 +72,7 @@ func startCAInjector(t *testing.T) {
 func TestCertManagerModeWithCAInjector(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "certs-cm")
-	installCertManagerCRDs(t)
+	env.InstallCertManagerCRDs(t)
 	startCAInjector(t)
 
 	cm, err := client.New(env.Config, client.Options{Scheme: certManagerScheme()})

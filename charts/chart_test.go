@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,15 +11,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"example.com/apigateway-operator/test/testenv"
 )
@@ -234,7 +230,7 @@ func TestLint(t *testing.T) {
 // server's validation and admission, as `kubectl apply` would.
 func TestModesServerDryRun(t *testing.T) {
 	createNamespace(t)
-	installCertManagerCRDs(t)
+	env.InstallCertManagerCRDs(t)
 	installPrometheusRuleCRD(t)
 	for name, tc := range modes {
 		t.Run(name, func(t *testing.T) {
@@ -255,7 +251,7 @@ const admissionKinds = "mutatingwebhookconfigurations,validatingwebhookconfigura
 // (the worst leftover) with the pinned helm, upgrades it, then uninstalls
 // it: every webhook configuration and admission policy goes, the CRD stays.
 func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
-	installCertManagerCRDs(t)
+	env.InstallCertManagerCRDs(t)
 	for _, mode := range []string{"selfSigned", "certManager"} {
 		t.Run(mode, func(t *testing.T) {
 			// testenv installed the CRD without Helm's ownership, which a
@@ -331,21 +327,12 @@ func managerOf(t *testing.T, objs map[string]*unstructured.Unstructured) map[str
 	return c
 }
 
+// objects parses rendered YAML the way the generator does (parse).
 func objects(t *testing.T, data string) []*unstructured.Unstructured {
 	t.Helper()
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
-	for {
-		var o map[string]any
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err)
-		if len(o) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: o})
-		}
-	}
+	objs, err := parse([]byte(data))
+	require.NoError(t, err)
+	return objs
 }
 
 func byKey(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
@@ -362,28 +349,6 @@ func createNamespace(t *testing.T) {
 	require.NoError(t, res.Err)
 	res = env.Kubectl(t.Context(), strings.NewReader(res.Stdout), "apply", "-f", "-")
 	require.NoError(t, res.Err)
-}
-
-var certManagerCRDs sync.Once
-
-// installCertManagerCRDs installs the CRDs of the cert-manager version in
-// go.mod, from its module, as manifests/manifests_test.go does.
-func installCertManagerCRDs(t *testing.T) {
-	t.Helper()
-	var err error
-	certManagerCRDs.Do(func() {
-		cmd := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
-		cmd.Dir = env.Root
-		var out []byte
-		if out, err = cmd.Output(); err != nil {
-			return
-		}
-		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
-			ErrorIfPathMissing: true,
-		})
-	})
-	require.NoError(t, err, "installing cert-manager's CRDs")
 }
 
 // prometheusRuleCRD is a minimal PrometheusRule CRD: the Prometheus

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -140,7 +141,7 @@ func findParentStatus(r *gatewayv1.HTTPRoute, p *v1.ParentGatewayReference) *gat
 		if ref.Namespace != nil {
 			ns = string(*ref.Namespace)
 		}
-		if ns+"/"+string(ref.Name) == want && deref(ref.SectionName) == gatewayv1.SectionName(deref(p.SectionName)) {
+		if ns+"/"+string(ref.Name) == want && ptr.Deref(ref.SectionName, "") == gatewayv1.SectionName(ptr.Deref(p.SectionName, "")) {
 			return s
 		}
 	}
@@ -175,12 +176,4 @@ func hasFailure(failures []failure, reason string) bool {
 		}
 	}
 	return false
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

@@ -69,10 +69,10 @@ func routeSummary(r *gatewayv1.HTTPRoute) []string {
 	for _, rule := range r.Spec.Rules {
 		var backends []string
 		for _, b := range rule.BackendRefs {
-			backends = append(backends, fmt.Sprintf("%s:%d", b.Name, deref(b.Port)))
+			backends = append(backends, fmt.Sprintf("%s:%d", b.Name, ptr.Deref(b.Port, 0)))
 		}
 		for _, m := range rule.Matches {
-			out = append(out, fmt.Sprintf("%s %s -> %s", deref(m.Path.Type), deref(m.Path.Value), strings.Join(backends, ",")))
+			out = append(out, fmt.Sprintf("%s %s -> %s", ptr.Deref(m.Path.Type, ""), ptr.Deref(m.Path.Value, ""), strings.Join(backends, ",")))
 		}
 	}
 	sort.Strings(out)

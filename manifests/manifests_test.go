@@ -9,13 +9,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,7 +73,7 @@ func TestDefaultOverlayServerDryRun(t *testing.T) {
 }
 
 func TestCertManagerOverlayServerDryRun(t *testing.T) {
-	installCertManagerCRDs(t)
+	env.InstallCertManagerCRDs(t)
 	applyOperatorNamespace(t)
 	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("cert-manager"))
 	require.NoError(t, res.Err)
@@ -578,29 +576,6 @@ func applyOperatorNamespace(t *testing.T) {
 	t.Helper()
 	res := env.Kubectl(t.Context(), nil, "apply", "-f", filepath.Join(manifestDir("manager"), "namespace.yaml"))
 	require.NoError(t, res.Err)
-}
-
-var certManagerCRDs sync.Once
-
-// installCertManagerCRDs installs the CRDs of the cert-manager version in
-// go.mod, from its module: the overlay's Issuers and Certificates are then
-// checked against their real schemas.
-func installCertManagerCRDs(t *testing.T) {
-	t.Helper()
-	var err error
-	certManagerCRDs.Do(func() {
-		cmd := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
-		cmd.Dir = env.Root
-		var out []byte
-		if out, err = cmd.Output(); err != nil {
-			return
-		}
-		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")},
-			ErrorIfPathMissing: true,
-		})
-	})
-	require.NoError(t, err, "installing cert-manager's CRDs")
 }
 
 func manifestDir(name string) string { return filepath.Join(env.Root, "manifests", name) }

@@ -96,14 +96,7 @@ func TestValidateCommand(t *testing.T) {
 		{name: "a bad namespace image", args: []string{"--namespace-default-image", "team", "-f", samples}, code: 2, stderr: []string{"NAMESPACE=IMAGE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCommand(t, tc.stdin, append([]string{"validate"}, tc.args...)...)
-			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			for _, s := range tc.stdout {
-				assert.Contains(t, stdout, s)
-			}
-			for _, s := range tc.stderr {
-				assert.Contains(t, stderr, s)
-			}
+			stdout, stderr := checkRun(t, tc.stdin, append([]string{"validate"}, tc.args...), tc.code, tc.stdout, tc.stderr)
 			for _, s := range tc.notInStdio {
 				assert.NotContains(t, stdout+stderr, s)
 			}
@@ -136,16 +129,24 @@ func TestConvertCommand(t *testing.T) {
 			args: []string{"--to", "v1alpha1", "-f", "-"}, code: 1, stderr: []string{"decoding the APIGateway"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCommand(t, tc.stdin, append([]string{"convert"}, tc.args...)...)
-			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			for _, s := range tc.stdout {
-				assert.Contains(t, stdout, s)
-			}
-			for _, s := range tc.stderr {
-				assert.Contains(t, stderr, s)
-			}
+			checkRun(t, tc.stdin, append([]string{"convert"}, tc.args...), tc.code, tc.stdout, tc.stderr)
 		})
 	}
+}
+
+// checkRun runs the binary's command args with stdin and asserts its exit
+// code and what its output holds; it returns the output for more checks.
+func checkRun(t *testing.T, stdin string, args []string, code int, inStdout, inStderr []string) (stdout, stderr string) {
+	t.Helper()
+	got, stdout, stderr := runCommand(t, stdin, args...)
+	assert.Equal(t, code, got, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	for _, s := range inStdout {
+		assert.Contains(t, stdout, s)
+	}
+	for _, s := range inStderr {
+		assert.Contains(t, stderr, s)
+	}
+	return stdout, stderr
 }
 
 // TestConvertRoundTrip: converting to the other version and back gives the

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,8 +97,12 @@ type Env struct {
 	policies map[string]string
 	// gatewayAPI is Options.GatewayAPI.
 	gatewayAPI bool
-	kubectl    string
-	dir        string
+	// certManager installs cert-manager's CRDs once, with the error in
+	// certManagerErr (InstallCertManagerCRDs).
+	certManager    sync.Once
+	certManagerErr error
+	kubectl        string
+	dir            string
 }
 
 // Main starts the environment, stores it in *env, runs the tests and exits.
@@ -247,15 +252,46 @@ func (e *Env) install() error {
 	return nil
 }
 
+// ModuleDir is the directory of module, at the version go.mod requires,
+// as go list finds it in the module cache: the CRDs our dependencies ship
+// are installed from there, so tests meet the schemas the operator builds
+// against.
+func ModuleDir(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module %s: %w", module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// InstallCertManagerCRDs installs the CRDs of go.mod's cert-manager, from
+// its module, once per environment.
+func (e *Env) InstallCertManagerCRDs(t testing.TB) {
+	t.Helper()
+	e.certManager.Do(func() {
+		var dir string
+		if dir, e.certManagerErr = ModuleDir("github.com/cert-manager/cert-manager"); e.certManagerErr != nil {
+			return
+		}
+		_, e.certManagerErr = envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
+			Paths:              []string{filepath.Join(dir, "deploy", "crds")},
+			ErrorIfPathMissing: true,
+		})
+	})
+	if e.certManagerErr != nil {
+		t.Fatalf("installing cert-manager's CRDs: %v", e.certManagerErr)
+	}
+}
+
 // GatewayAPICRDs are the files of Gateway API's standard GatewayClass,
 // Gateway and HTTPRoute CRDs in the sigs.k8s.io/gateway-api module of
-// go.mod (go list finds its directory in the module cache).
+// go.mod.
 func GatewayAPICRDs() ([]string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	mod, err := ModuleDir("sigs.k8s.io/gateway-api")
 	if err != nil {
-		return nil, fmt.Errorf("finding the sigs.k8s.io/gateway-api module: %w", err)
+		return nil, err
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	dir := filepath.Join(mod, "config", "crd", "standard")
 	var files []string
 	for _, kind := range []string{"gatewayclasses", "gateways", "httproutes"} {
 		files = append(files, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -104,17 +105,9 @@ func validateParentRef(p *v1.ParentGatewayReference, fld *field.Path) field.Erro
 type parentKey struct{ namespace, name, sectionName string }
 
 func asWritten(p v1.ParentGatewayReference) parentKey {
-	return parentKey{deref(p.Namespace), p.Name, deref(p.SectionName)}
+	return parentKey{ptr.Deref(p.Namespace, ""), p.Name, ptr.Deref(p.SectionName, "")}
 }
 
 func sameParent(a, b v1.ParentGatewayReference) bool {
-	return deref(a.Namespace) == deref(b.Namespace) && a.Name == b.Name
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return ptr.Deref(a.Namespace, "") == ptr.Deref(b.Namespace, "") && a.Name == b.Name
 }
