@@ -116,7 +116,7 @@ func validateConflicts(old, gw *v1.APIGateway, others []v1.APIGateway, fld *fiel
 
 // scopeName names a scope of gw's (validation.RouteScopes) for a message.
 func scopeName(gw *v1.APIGateway, scope string) string {
-	if g, ok := strings.CutPrefix(scope, "gateway "); ok && validation.ExposedByHTTPRoute(&gw.Spec) {
+	if g, ok := validation.ScopeGateway(scope); ok {
 		return "Gateway " + g
 	}
 	return className(gw.Spec.IngressClassName)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -153,12 +154,20 @@ func RouteScopes(gw *v1.APIGateway) []string {
 	}
 	var scopes []string
 	for _, p := range gw.Spec.Exposure.HTTPRoute.ParentRefs {
-		if s := "gateway " + ParentGateway(gw.Namespace, &p); !slices.Contains(scopes, s) {
+		if s := gatewayScope + ParentGateway(gw.Namespace, &p); !slices.Contains(scopes, s) {
 			scopes = append(scopes, s)
 		}
 	}
 	return scopes
 }
+
+// gatewayScope starts the scope of a parent Gateway (RouteScopes); a quoted
+// class or "default" never does.
+const gatewayScope = "gateway "
+
+// ScopeGateway returns the parent Gateway, as namespace/name, that scope
+// (a RouteScopes entry) stands for, and false for an ingress class.
+func ScopeGateway(scope string) (string, bool) { return strings.CutPrefix(scope, gatewayScope) }
 
 // ExposedByHTTPRoute reports whether spec asks for HTTPRoutes rather than
 // an Ingress.
