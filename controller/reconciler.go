@@ -55,6 +55,8 @@ type Options struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// TrustedProxies: see ChildOptions.
+	TrustedProxies []string
 	// GatewayAPI says the cluster serves gateway.networking.k8s.io/v1
 	// HTTPRoutes (ServesHTTPRoutes tells): the reconciler then watches and
 	// applies them, and CacheOptions caches them. Without it, a gateway
@@ -71,7 +73,7 @@ type Options struct {
 
 // children are the options that shape the children (Children).
 func (o Options) children() ChildOptions {
-	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain}
+	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies}
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
@@ -113,6 +115,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		return errors.New("controller: Options.DefaultImage is required")
 	}
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
+		return err
+	}
+	if _, err := TrustedProxies(opts.TrustedProxies); err != nil {
 		return err
 	}
 	gateways, err := routeindex.Index(context.Background(), mgr.GetCache())

@@ -46,6 +46,7 @@ type options struct {
 
 	defaultReplicas int
 	clusterDomain   string
+	trustedProxies  string
 	policyParams    string
 	otlpEndpoint    string
 	policyParamsKey types.NamespacedName // from policyParams; zero when empty
@@ -78,6 +79,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
+	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
@@ -97,6 +99,11 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.ClusterDomain = o.clusterDomain
+	proxies, err := parseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		return err
+	}
+	o.controller.TrustedProxies = proxies
 	o.certs.ClusterDomain = o.clusterDomain
 	o.controller.DefaultImage = o.webhooks.DefaultImage
 	o.webhooks.Tracing = tracing.Enabled(o.otlpEndpoint)
@@ -119,6 +126,26 @@ func (o *options) complete() error {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
 	}
 	return nil
+}
+
+// trustedProxiesUsage documents --gateway-trusted-proxies, which the
+// operator and the render command take.
+const trustedProxiesUsage = "Comma-separated IP addresses or CIDRs of the front proxies (such as the ingress controller's pods) whose X-Forwarded-For the gateways believe: " +
+	"their backends then see the client's address in X-Forwarded-For and X-Real-IP. Empty: the connecting address, and a client's own X-Forwarded-For is dropped."
+
+// parseTrustedProxies splits and checks --gateway-trusted-proxies.
+func parseTrustedProxies(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	proxies := strings.Split(s, ",")
+	for i := range proxies {
+		proxies[i] = strings.TrimSpace(proxies[i])
+	}
+	if _, err := controller.TrustedProxies(proxies); err != nil {
+		return nil, fmt.Errorf("--gateway-trusted-proxies: %w", err)
+	}
+	return proxies, nil
 }
 
 // checkClusterDomain refuses a --cluster-domain that is no DNS name; the

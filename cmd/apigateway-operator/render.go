@@ -33,8 +33,9 @@ input.`
 // validate's (judge), the children built with the operator's.
 type renderOptions struct {
 	judge         validateOptions
-	output        string
-	clusterDomain string
+	output         string
+	clusterDomain  string
+	trustedProxies string
 }
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -49,6 +50,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.judge.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.judge.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
+	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", "The operator's --gateway-trusted-proxies. "+trustedProxiesUsage)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -61,13 +63,18 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	proxies, err := parseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
 	report, err := o.judge.validate(context.Background(), stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	children, refused := renderReport(report, controller.ChildOptions{
-		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain,
+		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain, TrustedProxies: proxies,
 	}, stderr)
 	if refused {
 		return 1
