@@ -26,7 +26,7 @@ func Stamp(gw *v1.APIGateway, old *v1.Claims, scopes []Scope, routing func(Scope
 	c := &v1.Claims{}
 	seen := make(map[string]bool, len(gw.Spec.Routes))
 	for i := range gw.Spec.Routes {
-		match, ok := validation.RouteMatch(&gw.Spec.Routes[i])
+		match, ok := claimable(&gw.Spec.Routes[i])
 		if !ok || seen[match] {
 			continue
 		}
@@ -54,6 +54,16 @@ func Stamp(gw *v1.APIGateway, old *v1.Claims, scopes []Scope, routing func(Scope
 		}
 	}
 	return c
+}
+
+// claimable returns r's match, and whether r may claim anything: a route
+// that validation refuses (a public-suffix wildcard, a path with no normal
+// form) is never served, so it claims nothing and blocks no one.
+func claimable(r *v1.Route) (string, bool) {
+	if len(validation.ValidateRoute(r, nil, 0)) > 0 {
+		return "", false
+	}
+	return validation.RouteMatch(r)
 }
 
 // Floor is the latest claim among gateways: a new claim is stamped after

@@ -78,14 +78,20 @@ func Resolve(in Input) []Loss {
 		others = append(others, newView(o, o.Status.Claims, in.Classes, false))
 	}
 	var losses []Loss
+	owners := map[string]*view{} // by host: hostOwner's answer, the same for every route of the host
 	for i := range in.Gateway.Spec.Routes {
 		r := &in.Gateway.Spec.Routes[i]
-		match, ok := validation.RouteMatch(r)
+		match, ok := claimable(r)
 		if !ok {
-			continue // no normal form: refused by validation, served by no one
+			continue // refused by validation, served by no one
 		}
 		if in.Policy != InterNamespaceAllowed {
-			if holder := hostOwner(self, others, r); holder != nil && !lent(others, holder.gw.Namespace, in.Gateway.Namespace, r) {
+			holder, known := owners[r.Host]
+			if !known {
+				holder = hostOwner(self, others, r.Host)
+				owners[r.Host] = holder
+			}
+			if holder != nil && !lent(others, holder.gw.Namespace, in.Gateway.Namespace, r) {
 				losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonHostOwned, Holder: holder.gw})
 				continue
 			}
@@ -98,10 +104,10 @@ func Resolve(in Input) []Loss {
 }
 
 // hostOwner is the gateway of another namespace whose claim makes its
-// namespace the owner of r's host, or nil when the host is Gateway's
+// namespace the owner of host, or nil when the host is Gateway's
 // namespace's or no one's: the first claim on the host, or on a host that
 // competes with it (Conflicting), among held claims.
-func hostOwner(self *view, others []*view, r *v1.Route) *view {
+func hostOwner(self *view, others []*view, host string) *view {
 	first, firstAt := (*view)(nil), when{rank: never}
 	consider := func(v *view, at when) {
 		if first == nil || precedes(at, v.gw, firstAt, first.gw) {
@@ -110,7 +116,7 @@ func hostOwner(self *view, others []*view, r *v1.Route) *view {
 	}
 	for _, v := range append([]*view{self}, others...) {
 		for j := range v.gw.Spec.Routes {
-			if !Conflicting(v.gw.Spec.Routes[j].Host, r.Host) {
+			if !Conflicting(v.gw.Spec.Routes[j].Host, host) {
 				continue
 			}
 			if at := v.hostClaim(j); at.rank != never {
@@ -141,10 +147,12 @@ func lent(others []*view, owner, namespace string, r *v1.Route) bool {
 }
 
 // routeHolder is the other gateway that claimed the route match first in
-// one of Gateway's scopes, and that scope, or nil.
+// one of Gateway's scopes, before Gateway did, and that scope; nil when
+// Gateway claimed it first everywhere.
 func routeHolder(self *view, others []*view, match string) (*view, string) {
 	for _, s := range self.scopes {
-		mine := later(self.scopeClaim(s), self.routeClaim(match))
+		first, firstAt := (*view)(nil), later(self.scopeClaim(s), self.routeClaim(match))
+		firstGW := self.gw
 		for _, o := range others {
 			theirRoute := o.routeClaim(match)
 			if theirRoute.rank == never {
@@ -158,10 +166,13 @@ func routeHolder(self *view, others []*view, match string) (*view, string) {
 				if at.rank == never {
 					continue
 				}
-				if at = later(at, theirRoute); precedes(at, o.gw, mine, self.gw) {
-					return o, s.Name
+				if at = later(at, theirRoute); precedes(at, o.gw, firstAt, firstGW) {
+					first, firstAt, firstGW = o, at, o.gw
 				}
 			}
+		}
+		if first != nil {
+			return first, s.Name
 		}
 	}
 	return nil, ""

@@ -2,7 +2,6 @@ package ownership
 
 import (
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // view is a gateway's claims as Resolve reads them: when each of its
@@ -33,7 +32,7 @@ func newView(gw *v1.APIGateway, claims *v1.Claims, classes Classes, self bool) *
 		}
 	}
 	for i := range gw.Spec.Routes {
-		if m, ok := validation.RouteMatch(&gw.Spec.Routes[i]); ok {
+		if m, ok := claimable(&gw.Spec.Routes[i]); ok {
 			v.matches[i] = m
 			if _, dup := v.byMatch[m]; !dup {
 				v.byMatch[m] = i
@@ -77,7 +76,10 @@ func (v *view) routeClaim(match string) when {
 		}
 		return at(c.Since)
 	}
-	return v.unclaimed()
+	if v.self || v.stale {
+		return v.unclaimed()
+	}
+	return when{rank: never} // its operator found it unclaimable
 }
 
 // hostClaim is when the gateway claimed the host of its route i: the

@@ -9,11 +9,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // The audit annotations the webhooks put on their answers. The API server
@@ -84,29 +82,6 @@ func boundedList(names []string) string {
 		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxAuditNames], ","), len(names)-maxAuditNames)
 	}
 	return strings.Join(names, ",")
-}
-
-// conflictHolders are the gateways of others, as sorted namespace/name,
-// that serve one of gw's route keys that old did not have: the holders
-// validateConflicts names.
-func conflictHolders(old, gw *v1.APIGateway, others []v1.APIGateway) []string {
-	// Sets: a gateway has up to 3,200 keys (100 routes, 32 parents).
-	keys := sets.New(validation.RouteKeys(gw)...)
-	if old != nil {
-		keys.Delete(validation.RouteKeys(old)...)
-	}
-	var holders []string
-	for i := range others {
-		o := &others[i]
-		if sameGateway(o, gw) || !slices.ContainsFunc(validation.RouteKeys(o), keys.Has) {
-			continue
-		}
-		if name := o.Namespace + "/" + o.Name; !slices.Contains(holders, name) {
-			holders = append(holders, name)
-		}
-	}
-	slices.Sort(holders)
-	return holders
 }
 
 // defaultsAudit names what Default changed between before and after.

@@ -196,15 +196,15 @@ func validatingWebhook(gateways routeindex.Finder) *admission.Webhook {
 // testFinder is the production routeindex.Finder over an indexer holding gws.
 func testFinder(t testing.TB, gws ...*v1.APIGateway) routeindex.Finder {
 	t.Helper()
-	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{routeindex.Name: routeindex.IndexFunc})
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, routeindex.Indexers())
 	for _, gw := range gws {
 		require.NoError(t, indexer.Add(gw))
 	}
 	return routeindex.NewFinder(indexer)
 }
 
-// failingFinder is a cache that cannot answer.
-type failingFinder struct{}
+// failingFinder is a cache that cannot answer (the first call fails).
+type failingFinder struct{ routeindex.Finder }
 
 func (failingFinder) Serving(context.Context, string) ([]*v1.APIGateway, error) {
 	return nil, errors.New("cache unavailable")
@@ -254,19 +254,28 @@ func TestValidatorHandler(t *testing.T) {
 		"route served by another gateway": {
 			gw: func(gw *v1.APIGateway) { gw.Name, gw.Spec.Routes[1].Path = "new", "/orders/" },
 			wantErr: `APIGateway.example.com "new" is invalid: spec.routes[1]: Duplicate value: "api.example.com/orders/ (Prefix)": ` +
-				`host and path already served by APIGateway default/legacy, which also routes api.example.com/orders (Prefix) for the cluster's default ingress class`,
+				`host and path already served by APIGateway default/legacy, which claimed api.example.com/orders (Prefix) first for the cluster's default ingress class`,
 		},
 		"path with index-selector characters": {
 			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/a,b=c/" },
 			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/a,b=c/ (Prefix)": host and path already served by APIGateway default/legacy`,
 		},
+		// The host is default's (its namespace is first by name among
+		// gateways not yet claimed): other's gateways compete for routes
+		// only, and are not named to a user who may not read them.
 		"route served by a gateway of another namespace": {
-			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%73hop" },
-			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/%73hop (Prefix)": host and path already served by APIGateway other/elsewhere, which also routes api.example.com/shop (Prefix)`,
+			gw: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/%73hop" },
+			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/%73hop (Prefix)": host and path already served by an APIGateway of another namespace, ` +
+				`which claimed api.example.com/shop (Prefix) first`,
 		},
 		"a namesake in another namespace is another gateway": {
 			gw:      func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/cart/" },
-			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/cart/ (Prefix)": host and path already served by APIGateway other/gw`,
+			wantErr: `spec.routes[1]: Duplicate value: "api.example.com/cart/ (Prefix)": host and path already served by an APIGateway of another namespace`,
+		},
+		"a host of another namespace": {
+			gw: func(gw *v1.APIGateway) { gw.Namespace = "zzz" },
+			wantErr: `spec.routes[0].host: Forbidden: host api.example.com belongs to another namespace, which lends namespace zzz no path prefix covering ` +
+				`api.example.com/users (Prefix)`,
 		},
 		"the same routes in another ingress class": {
 			gw: func(gw *v1.APIGateway) { gw.Spec.Routes = otherClass.Spec.Routes },
@@ -293,7 +302,7 @@ func TestValidatorHandler(t *testing.T) {
 		},
 		"a failed lookup is an error": {
 			finder:  failingFinder{},
-			wantErr: "looking up the APIGateways that serve the same routes: cache unavailable",
+			wantErr: "looking up the APIGateways that share the gateway's hosts: cache unavailable",
 		},
 	}
 	for name, tc := range tests {

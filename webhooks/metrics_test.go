@@ -216,13 +216,13 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 	}{
 		"complete": {},
 		"no path or pathType: the schema's defaults fill them in first": {
-			// A host of its own: another test's gateway serves
-			// api.example.com/, and routes conflict across namespaces.
+			// A host of its own: another gateway of this test serves
+			// match.example.com/.
 			change: func(gw *v1.APIGateway) {
-				gw.Spec.Routes[1].Host, gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "match.example.com", "", ""
+				gw.Spec.Routes[1].Host, gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "paths.match.example.com", "", ""
 			},
 			check: func(t *testing.T, gw *v1.APIGateway) {
-				assert.Equal(t, v1.Route{Host: "match.example.com", Path: "/", PathType: v1.PathTypePrefix,
+				assert.Equal(t, v1.Route{Host: "paths.match.example.com", Path: "/", PathType: v1.PathTypePrefix,
 					BackendService: v1.BackendService{Name: "product-service", Port: 8081}}, gw.Spec.Routes[1])
 			},
 		},
@@ -235,24 +235,29 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, ptr.To[int32](2), gw.Spec.Replicas) },
 		},
 		"an upper-case host": {
-			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "API.example.com" }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[0].Host) },
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "MATCH.example.com" }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[0].Host) },
 		},
 		"a host with a trailing dot": {
-			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.example.com." }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[1].Host) },
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "match.example.com." }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[1].Host) },
 		},
 		"an upper-case TLS host": {
-			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Api.Example.com" }, wantCalled: true,
+			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Match.Example.com" }, wantCalled: true,
 			check: func(t *testing.T, gw *v1.APIGateway) {
-				assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
+				assert.Equal(t, []string{"match.example.com"}, gw.Spec.TLS[0].Hosts)
 			},
 		},
 	}
 	i := 0
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			gw := gatewayWith(tc.change)
+			// A host of the namespace's own: another test's namespace
+			// claimed api.example.com.
+			gw := gatewayWith(func(gw *v1.APIGateway) { onHost(gw, "match.example.com") })
+			if tc.change != nil {
+				tc.change(gw)
+			}
 			i++
 			gw.Namespace, gw.Name = "match", fmt.Sprintf("gw-%d", i)
 			for j := range gw.Spec.Routes {

@@ -14,6 +14,7 @@ import (
 	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/conversion"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	// webhook server hold together (see package inflight): 0 for
 	// inflight.DefaultBytes(), else at least inflight.MinBytes.
 	MaxInflightBytes int64
+	// Policy is --namespace-ownership: whether a host belongs to the
+	// namespace that claimed it first (ownership.Strict, the default when
+	// empty).
+	Policy ownership.Policy
 	// Tracing wraps each path in a server span that continues the trace
 	// the API server sends (traceparent), named apigateway.mutate,
 	// apigateway.validate and apigateway.convert (see package tracing).
@@ -54,6 +59,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	ctx := context.Background()
 	gateways, err := routeindex.Index(ctx, mgr.GetCache())
 	if err != nil {
+		return err
+	}
+	if err := routeindex.WatchClasses(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	// The defaulter reads Namespaces as metadata only. Registering the
@@ -89,7 +97,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
 	}}}}), admissionCopies))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
-		countingValidator{&Validator{Gateways: gateways, Services: services}},
+		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Policy: opts.Policy,
+			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services}},
 	}}), admissionCopies))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil

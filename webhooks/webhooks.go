@@ -15,6 +15,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
@@ -100,12 +101,21 @@ func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[
 	return ns.Annotations, nil
 }
 
-// Validator is the validating webhook: it gathers the gateways that serve
-// the same routes and the backend Services' ports, and calls Validate.
+// Validator is the validating webhook: it gathers the gateways the
+// gateway may compete with and the backend Services' ports, and calls
+// Validate.
 type Validator struct {
-	// Gateways finds the APIGateways that serve a route: the cache's
-	// route index (routeindex.Index).
+	// Gateways finds the APIGateways that hold a route or a host: the
+	// cache's route index (routeindex.Index).
 	Gateways routeindex.Finder
+	// Classes reads the IngressClasses (the manager's cache, after
+	// routeindex.WatchClasses); nil: none is known.
+	Classes client.Reader
+	// Policy is the operator's --namespace-ownership; empty is Strict.
+	Policy ownership.Policy
+	// Access answers whether the requesting user may read a namespace's
+	// APIGateways, for the denial's message; nil: never.
+	Access AccessReviewer
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter
@@ -140,11 +150,10 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 		gw = gw.DeepCopy()
 		gw.Namespace = ns
 	}
-	others, err := v.servingGateways(ctx, gw)
+	related, err := v.related(ctx, gw)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same routes: %v", err))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that share the gateway's hosts: %v", err))
 	}
-	related := RelatedObjects{Gateways: others}
 	if v.Services != nil {
 		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
 	}
@@ -154,12 +163,42 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
-		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict }) {
-			inv.holders = conflictHolders(old, gw, others)
+		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict || e.Origin == RuleHostOwned }) {
+			inv.holders = ConflictHolders(old, gw, related)
 		}
 		return warnings, inv
 	}
 	return warnings, nil
+}
+
+// related gathers what Validate needs from the caches: the IngressClasses
+// and the gateways gw may compete with (ownership.Candidates), copied, and
+// who may read what.
+func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (RelatedObjects, error) {
+	related := RelatedObjects{Policy: v.Policy}
+	if v.Classes != nil {
+		classes, err := routeindex.Classes(ctx, v.Classes)
+		if err != nil {
+			return related, err
+		}
+		related.Classes = classes
+	}
+	others, err := ownership.Candidates(ctx, v.Gateways, gw, related.Classes)
+	if err != nil {
+		return related, err
+	}
+	for _, o := range others {
+		// The cache's copy is shared: a candidate is copied.
+		if !sameGateway(o, gw) {
+			related.Gateways = append(related.Gateways, *o.DeepCopy())
+		}
+	}
+	if v.Access != nil {
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			related.Readable = func(namespace string) bool { return v.Access.CanReadGateways(ctx, req.UserInfo, namespace) }
+		}
+	}
+	return related, nil
 }
 
 // tooMany is the error for a gateway with a list longer than its limit
@@ -191,25 +230,6 @@ func newInvalid(name string, errs field.ErrorList) *invalidError {
 
 // Unwrap returns the status error, for errors.As.
 func (e *invalidError) Unwrap() error { return e.StatusError }
-
-// servingGateways returns the other APIGateways, of any namespace, that
-// serve one of gw's route keys: one index lookup per key, never a scan.
-func (v *Validator) servingGateways(ctx context.Context, gw *v1.APIGateway) ([]v1.APIGateway, error) {
-	var others []v1.APIGateway
-	for _, key := range validation.RouteKeys(gw) {
-		serving, err := v.Gateways.Serving(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range serving {
-			// The cache's copy is shared: a match is copied.
-			if !sameGateway(o, gw) && !slices.ContainsFunc(others, func(k v1.APIGateway) bool { return sameGateway(&k, o) }) {
-				others = append(others, *o.DeepCopy())
-			}
-		}
-	}
-	return others, nil
-}
 
 // sameGateway reports whether a and b are the same object: names are
 // unique within a namespace only.

@@ -32,7 +32,7 @@ input.`
 // renderOptions are render's flags: the gateways are read and judged with
 // validate's (judge), the children built with the operator's.
 type renderOptions struct {
-	judge         validateOptions
+	judge          validateOptions
 	output         string
 	clusterDomain  string
 	trustedProxies string

@@ -61,7 +61,7 @@ func startOperator(t *testing.T) *operator {
 	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: operatorDefaults.Image, MaxConcurrentReconciles: 4}))
 	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
 	require.NoError(t, mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
-		ConfigMap: params, Defaults: operatorDefaults}))
+		ConfigMap: params, Defaults: operatorDefaults, Every: 200 * time.Millisecond}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{cancel: cancel, done: make(chan error, 1)}
