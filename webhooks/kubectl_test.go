@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -206,6 +207,27 @@ func testConflicts(t *testing.T) {
 		res = kubectl(ctx, manifest("conflicts-other", "beside", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: /shopping\n"+backend), "apply", "-f", "-")
 		require.Error(t, res.Err, "/shopping is not below /shop/")
 		assert.Contains(t, res.Stderr, `spec.routes[0].host: Forbidden: host conflicts.example.com belongs to namespace conflicts`)
+	})
+
+	t.Run("an Ingress without a class competes with the default class's", func(t *testing.T) {
+		class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "conflicts-default",
+			Annotations: map[string]string{"ingressclass.kubernetes.io/is-default-class": "true"}},
+			Spec: networkingv1.IngressClassSpec{Controller: "example.com/test"}}
+		require.NoError(t, env.Client.Create(ctx, class))
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+		named := manifest("conflicts", "named-default", "replicas: 2\ningressClassName: conflicts-default\n"+routes)
+		eventually(t, "the webhook to see the default IngressClass", func() bool {
+			return kubectl(ctx, named(), "apply", "--dry-run=server", "-f", "-").Err != nil
+		})
+		res := kubectl(ctx, named, "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com/users (Prefix)": host and path already served by APIGateway conflicts/first`)
+	})
+
+	t.Run("a wildcard over a public suffix", func(t *testing.T) {
+		res := kubectl(ctx, manifest("conflicts", "suffix", "replicas: 2\nroutes:\n- host: '*.co.uk'\n"+backend), "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Contains(t, res.Stderr, `spec.routes[0].host: Invalid value: "*.co.uk": a wildcard may not cover a public suffix`)
 	})
 
 	conflicting := map[string]string{
