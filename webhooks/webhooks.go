@@ -27,14 +27,13 @@ import (
 // without an image. Both are registered for v1 only; matchPolicy=Equivalent
 // sends writes made through v1alpha1 to them converted to v1.
 // The API server calls the mutating webhook only when the object may need a
-// default or a host normalized (the matchConditions below mirror Default,
-// erring towards calling it): a complete object, as most tools write it,
-// then costs one webhook round trip instead of two. A condition that cannot
-// be evaluated (a malformed object) skips the webhook, as its failure
-// policy says, and validation reports what is wrong. An image or replicas
-// sent as null (server-side apply keeps it, where a create drops it) is
-// unset for Default, so it needs the webhook: has() alone says it is set.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == null || object.spec.image == '' || !has(object.spec.replicas) || object.spec.replicas == null || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
+// default or a host normalized: its matchCondition, needs-defaults, is
+// generated from api/v1/defaults.Table (defaults.NeedsDefaults, written into
+// manifests/webhook by `make manifests`), so a complete object, as most
+// tools write it, costs one webhook round trip instead of two. A condition
+// that cannot be evaluated (a malformed object) skips the webhook, as its
+// failure policy says, and validation reports what is wrong.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 // +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 
 // The webhooks read APIGateways (the route index), Namespace metadata

@@ -1,0 +1,233 @@
+package defaults_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
+	"example.com/apigateway-operator/admit"
+	"example.com/apigateway-operator/manifests/policy"
+)
+
+// object is a v1 APIGateway of spec, as JSON decodes it.
+func object(t testing.TB, spec string) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(`{"apiVersion": "example.com/v1", "kind": "APIGateway",
+		"metadata": {"name": "gw", "namespace": "ns"}, "spec": `+spec+`}`), &obj))
+	return obj
+}
+
+func TestPatch(t *testing.T) {
+	params := defaults.Params{Image: "flag/nginx:1", Replicas: ptr.To[int32](2)}
+	tests := map[string]struct {
+		spec   string
+		params *defaults.Params
+		want   []string // op path value
+		audit  []string
+	}{
+		"complete":     {spec: `{"image": "x:1", "replicas": 1, "routes": [{"host": "a.example.com", "path": "/", "pathType": "Prefix"}]}`},
+		"no spec":      {spec: `null`},
+		"empty spec":   {spec: `{}`, want: []string{"add /spec/image flag/nginx:1", "add /spec/replicas 2"}, audit: []string{"image", "replicas"}},
+		"image empty":  {spec: `{"image": "", "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}, audit: []string{"image"}},
+		"image null":   {spec: `{"image": null, "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}},
+		"replicas 0":   {spec: `{"image": "x", "replicas": 0}`},
+		"replicas \"\" is not unset": {spec: `{"image": "x", "replicas": ""}`},
+		"the namespace's image": {
+			spec:   `{"replicas": 1}`,
+			params: &defaults.Params{Image: "flag", NamespaceAnnotations: map[string]string{v1.DefaultImageAnnotation: "  team/nginx:2 "}},
+			want:   []string{"add /spec/image team/nginx:2"},
+		},
+		"no parameters": {spec: `{}`, params: &defaults.Params{}},
+		"routes": {
+			spec: `{"image": "x", "replicas": 1, "routes": [{"host": "API.Example.com."}, null, {"host": "b.example.com", "path": "", "pathType": "Exact"}, {"host": "c.com.."}]}`,
+			want: []string{
+				"add /spec/routes/0/path /", "add /spec/routes/2/path /", "add /spec/routes/3/path /",
+				"add /spec/routes/0/pathType Prefix", "add /spec/routes/3/pathType Prefix",
+				"replace /spec/routes/0/host api.example.com",
+			},
+			audit: []string{"path", "pathType", "host"},
+		},
+		"TLS hosts": {
+			spec:  `{"image": "x", "replicas": 1, "routes": [], "tls": [{"hosts": ["A.example.com", "b.example.com.", null]}, null, {"hosts": null}, {}, {"hosts": ["C.COM"]}]}`,
+			want:  []string{"replace /spec/tls/0/hosts/0 a.example.com", "replace /spec/tls/0/hosts/1 b.example.com", "replace /spec/tls/4/hosts/0 c.com"},
+			audit: []string{"tlsHost"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := params
+			if tc.params != nil {
+				p = *tc.params
+			}
+			ops := defaults.Patch(object(t, tc.spec), p)
+			var got []string
+			for _, op := range ops {
+				got = append(got, fmt.Sprintf("%s %s %v", op.Op, op.Path, op.Value))
+			}
+			assert.Equal(t, tc.want, got)
+			if tc.audit != nil {
+				assert.Equal(t, tc.audit, defaults.AuditNames(ops))
+			}
+		})
+	}
+}
+
+// TestPolicyMatchesPatch evaluates the generated MutatingAdmissionPolicy
+// (manifests/policy/defaults.yaml) with the API server's CEL libraries and
+// requires, for thousands of generated gateways, with and without
+// parameters and a namespace image, exactly the object Patch makes; and
+// the generated matchCondition to call the webhook exactly when Patch,
+// with every parameter set, changes something.
+func TestPolicyMatchesPatch(t *testing.T) {
+	mp, err := admit.Defaults()
+	require.NoError(t, err)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	full := defaults.Params{Image: "flag/nginx:1", Replicas: ptr.To[int32](3)}
+	paramsets := []defaults.Params{
+		full,
+		{},
+		{Image: "flag/nginx:1"},
+		{Replicas: ptr.To[int32](0)},
+		{Image: "flag", Replicas: ptr.To[int32](1), NamespaceAnnotations: map[string]string{v1.DefaultImageAnnotation: " team:2 "}},
+		{NamespaceAnnotations: map[string]string{v1.DefaultImageAnnotation: "   "}},
+	}
+	called, skipped := 0, 0
+	for i := range 3000 {
+		spec := randomSpec(rng)
+		p := paramsets[i%len(paramsets)]
+		obj := object(t, spec)
+
+		ops := defaults.Patch(obj, p)
+		want := applied(t, obj, ops)
+		got, err := mp.Apply(ctx, &unstructured.Unstructured{Object: object(t, spec)}, paramData(p), p.NamespaceAnnotations)
+		require.NoError(t, err, "spec %s", spec)
+		require.Equal(t, want, roundTrip(t, got.Object), "spec %s, params %+v: the policy (actual) and Patch (expected) differ", spec, p)
+
+		calls, err := admit.CallsMutatingWebhook(ctx, &unstructured.Unstructured{Object: object(t, spec)})
+		require.NoError(t, err, "spec %s", spec)
+		needs := len(defaults.Patch(object(t, spec), full)) > 0
+		require.Equal(t, needs, calls, "spec %s: the webhook's matchCondition (actual) and Patch with every parameter (expected) differ", spec)
+		if calls {
+			called++
+		} else {
+			skipped++
+		}
+	}
+	t.Logf("3000 generated gateways: the webhook is called for %d, skipped for %d", called, skipped)
+	assert.Greater(t, called, 300)
+	assert.Greater(t, skipped, 300)
+}
+
+// roundTrip is obj as JSON decodes its encoding (numbers as float64).
+func roundTrip(t *testing.T, obj map[string]any) map[string]any {
+	t.Helper()
+	doc, err := json.Marshal(obj)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(doc, &out))
+	return out
+}
+
+// paramData is p as the policy's parameter ConfigMap holds it.
+func paramData(p defaults.Params) map[string]string {
+	data := map[string]string{}
+	if p.Image != "" {
+		data[policy.ParamImage] = p.Image
+	}
+	if p.Replicas != nil {
+		data[policy.ParamReplicas] = strconv.Itoa(int(*p.Replicas))
+	}
+	return data
+}
+
+// applied is obj with ops applied, as JSON decodes it.
+func applied(t *testing.T, obj map[string]any, ops []defaults.Op) map[string]any {
+	t.Helper()
+	doc, err := json.Marshal(obj)
+	require.NoError(t, err)
+	if len(ops) > 0 {
+		raw, err := json.Marshal(ops)
+		require.NoError(t, err)
+		patch, err := jsonpatchv5.DecodePatch(raw)
+		require.NoError(t, err)
+		doc, err = patch.Apply(doc)
+		require.NoError(t, err)
+	}
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(doc, &out))
+	return out
+}
+
+// randomSpec is a spec with each defaulted field set, unset, null, empty
+// or misspelled at random, in the JSON the API server would hand the
+// policy after the schema's decoding (no unknown fields, types as the
+// schema says, except nulls, which the schema keeps where it allows them).
+func randomSpec(rng *rand.Rand) string {
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	field := func(name, value string) string {
+		if value == "" {
+			return ""
+		}
+		return fmt.Sprintf("%q: %s, ", name, value)
+	}
+	host := func() string {
+		return pick(`"api.example.com"`, `"API.Example.com"`, `"api.example.com."`, `"a.com.."`, `"*.Example.COM."`, `"ö.example.com"`, `""`, `"."`, `"X"`)
+	}
+	var routes string
+	for i := range rng.IntN(4) {
+		if i > 0 {
+			routes += ", "
+		}
+		if rng.IntN(12) == 0 {
+			routes += "null"
+			continue
+		}
+		r := field("host", pick(host(), host(), "", "null")) +
+			field("path", pick(`"/"`, `"/users/"`, `""`, "null", "")) +
+			field("pathType", pick(`"Prefix"`, `"Exact"`, `""`, "null", "")) +
+			`"backendService": {"name": "svc", "port": 80}`
+		routes += "{" + r + "}"
+	}
+	var tls string
+	for i := range rng.IntN(3) {
+		if i > 0 {
+			tls += ", "
+		}
+		var hosts string
+		for j := range rng.IntN(3) {
+			if j > 0 {
+				hosts += ", "
+			}
+			hosts += pick(host(), "null")
+		}
+		tls += "{" + field("hosts", pick("["+hosts+"]", "null", "")) + `"secretName": "s"}`
+	}
+	spec := field("image", pick(`"nginx:1.27"`, `""`, "null", "")) +
+		field("replicas", pick("0", "2", "null", "")) +
+		field("routes", pick("["+routes+"]", "["+routes+"]", "null", "")) +
+		field("tls", pick("["+tls+"]", "null", "", ""))
+	if rng.IntN(20) == 0 {
+		return "null"
+	}
+	return "{" + trimComma(spec) + "}"
+}
+
+func trimComma(s string) string {
+	if len(s) >= 2 && s[len(s)-2:] == ", " {
+		return s[:len(s)-2]
+	}
+	return s
+}
