@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
-	"example.com/apigateway-operator/admit"
 	"example.com/apigateway-operator/manifests/policy"
 )
 
@@ -37,12 +37,12 @@ func TestPatch(t *testing.T) {
 		want   []string // op path value
 		audit  []string
 	}{
-		"complete":     {spec: `{"image": "x:1", "replicas": 1, "routes": [{"host": "a.example.com", "path": "/", "pathType": "Prefix"}]}`},
-		"no spec":      {spec: `null`},
-		"empty spec":   {spec: `{}`, want: []string{"add /spec/image flag/nginx:1", "add /spec/replicas 2"}, audit: []string{"image", "replicas"}},
-		"image empty":  {spec: `{"image": "", "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}, audit: []string{"image"}},
-		"image null":   {spec: `{"image": null, "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}},
-		"replicas 0":   {spec: `{"image": "x", "replicas": 0}`},
+		"complete":                   {spec: `{"image": "x:1", "replicas": 1, "routes": [{"host": "a.example.com", "path": "/", "pathType": "Prefix"}]}`},
+		"no spec":                    {spec: `null`},
+		"empty spec":                 {spec: `{}`, want: []string{"add /spec/image flag/nginx:1", "add /spec/replicas 2"}, audit: []string{"image", "replicas"}},
+		"image empty":                {spec: `{"image": "", "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}, audit: []string{"image"}},
+		"image null":                 {spec: `{"image": null, "replicas": 1}`, want: []string{"add /spec/image flag/nginx:1"}},
+		"replicas 0":                 {spec: `{"image": "x", "replicas": 0}`},
 		"replicas \"\" is not unset": {spec: `{"image": "x", "replicas": ""}`},
 		"the namespace's image": {
 			spec:   `{"replicas": 1}`,
