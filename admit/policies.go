@@ -68,8 +68,8 @@ type DefaultsPolicy struct {
 	patchers []patch.Patcher
 }
 
-// Defaults compiles manifests/policy/defaults.yaml once and returns it.
-var Defaults = sync.OnceValues(func() (*DefaultsPolicy, error) {
+// CompiledDefaults compiles manifests/policy/defaults.yaml once and returns it.
+var CompiledDefaults = sync.OnceValues(func() (*DefaultsPolicy, error) {
 	p, _, err := policy.DefaultsPolicy()
 	if err != nil {
 		return nil, err
@@ -133,8 +133,8 @@ type WarningsPolicy struct {
 	messages    []string
 }
 
-// Warnings compiles manifests/policy/warnings.yaml once and returns it.
-var Warnings = sync.OnceValues(func() (*WarningsPolicy, error) {
+// CompiledWarnings compiles manifests/policy/warnings.yaml once and returns it.
+var CompiledWarnings = sync.OnceValues(func() (*WarningsPolicy, error) {
 	p, _, err := policy.WarningsPolicy()
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/api/v1/defaults"
 )
 
 // PolicyParams keeps the operator's defaults in the ConfigMap the defaults
@@ -36,7 +35,7 @@ type PolicyParams struct {
 	// ConfigMap is its namespace and name.
 	ConfigMap types.NamespacedName
 	// Defaults are what the webhook fills in.
-	Defaults Defaults
+	Defaults defaults.Operator
 	// Every is how often the leader reads the ConfigMap again to put back
 	// a change (one GET); 0 means 5 seconds.
 	Every time.Duration
@@ -93,7 +92,7 @@ func (p PolicyParams) restore(ctx context.Context) (bool, error) {
 	if err := p.Reader.Get(ctx, p.ConfigMap, cm); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	want := PolicyParamsData(p.Defaults)
+	want := p.Defaults.PolicyData()
 	if holds(cm.Data, want) {
 		return false, nil
 	}
@@ -107,7 +106,7 @@ func (p PolicyParams) write(ctx context.Context) error {
 	if err := p.Reader.Get(ctx, p.ConfigMap, &corev1.ConfigMap{}); err != nil {
 		return err
 	}
-	cm := corev1ac.ConfigMap(p.ConfigMap.Name, p.ConfigMap.Namespace).WithData(PolicyParamsData(p.Defaults))
+	cm := corev1ac.ConfigMap(p.ConfigMap.Name, p.ConfigMap.Namespace).WithData(p.Defaults.PolicyData())
 	if err := p.Client.Apply(ctx, cm, client.FieldOwner("apigateway-operator"), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s: %w", p.ConfigMap, err)
 	}
@@ -125,21 +124,12 @@ func holds(data, want map[string]string) bool {
 	return true
 }
 
-// PolicyParamsData is the ConfigMap's data for d, in the keys the policy
-// reads.
-func PolicyParamsData(d Defaults) map[string]string {
-	return map[string]string{
-		policy.ParamImage:    d.Image,
-		policy.ParamReplicas: strconv.Itoa(int(d.Replicas)),
-	}
-}
-
 // Defaults are the values the mutating webhook fills in under o:
-// DefaultImage when o names no image.
-func (o Options) Defaults() Defaults {
-	d := Defaults{Image: o.DefaultImage, Replicas: o.DefaultReplicas}
+// defaults.DefaultImage when o names no image.
+func (o Options) Defaults() defaults.Operator {
+	d := defaults.Operator{Image: o.DefaultImage, Replicas: o.DefaultReplicas}
 	if d.Image == "" {
-		d.Image = DefaultImage
+		d.Image = defaults.DefaultImage
 	}
 	return d
 }

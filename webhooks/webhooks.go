@@ -13,7 +13,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
@@ -43,8 +45,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 
-// Defaulter is the mutating webhook: it gathers the namespace's default
-// image and calls Default.
+// Defaulter gathers what the defaults (api/v1/defaults.Table) read
+// besides the object: the operator's flags and the namespace's
+// default-image annotation.
 type Defaulter struct {
 	// Namespaces reads Namespace metadata. The manager's client serves it
 	// from a metadata-only cache, so full Namespaces are never cached.
@@ -54,29 +57,8 @@ type Defaulter struct {
 	// gateway written right after its namespace is created would otherwise
 	// get the operator's default image instead of the namespace's, for good.
 	LiveNamespaces client.Reader
-	// Defaults are the operator's configured defaults.
-	Defaults Defaults
-}
-
-var _ admission.Defaulter[*v1.APIGateway] = &Defaulter{}
-
-// Default implements admission.Defaulter.
-func (d *Defaulter) Default(ctx context.Context, gw *v1.APIGateway) error {
-	defaults := d.Defaults
-	// The namespace is read only when its annotation can matter.
-	if gw.Spec.Image == "" {
-		annotations, err := d.namespaceAnnotations(ctx, namespaceOf(ctx, gw))
-		if err != nil {
-			return err
-		}
-		source := imageFromFlag
-		if ns := defaults.ForNamespace(annotations); ns.Image != defaults.Image {
-			defaults, source = ns, imageFromNamespace
-		}
-		recordImageSource(ctx, source)
-	}
-	Default(gw, defaults)
-	return nil
+	// Operator are the operator's configured defaults.
+	Operator defaults.Operator
 }
 
 func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[string]string, error) {
@@ -156,14 +138,13 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	if v.Services != nil {
 		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
 	}
-	errs, warnings := Validate(old, gw, related)
-	// The API server's warnings policy sends these, operator up or down.
-	spec := SpecWarnings(gw)
-	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
+	// The warnings about the gateway alone are the API server's warnings
+	// policy's, operator up or down; admit.Validate's need other objects.
+	errs, warnings := admit.Validate(old, gw, related)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
-		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict || e.Origin == RuleHostOwned }) {
-			inv.holders = ConflictHolders(old, gw, related)
+		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == admit.RuleConflict || e.Origin == admit.RuleHostOwned }) {
+			inv.holders = admit.ConflictHolders(old, gw, related)
 		}
 		return warnings, inv
 	}
@@ -173,8 +154,8 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 // related gathers what Validate needs from the caches: the IngressClasses
 // and the gateways gw may compete with (ownership.Candidates), copied, and
 // who may read what.
-func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (RelatedObjects, error) {
-	related := RelatedObjects{Policy: v.Policy}
+func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (admit.RelatedObjects, error) {
+	related := admit.RelatedObjects{Policy: v.Policy}
 	if v.Classes != nil {
 		classes, err := routeindex.Classes(ctx, v.Classes)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/manifests/policy"
@@ -81,8 +82,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the namespace the operator runs in).")
 	fs.DurationVar(&o.shutdownGrace, "graceful-shutdown-timeout", 30*time.Second, "How long in-flight webhook requests and reconciles may take to finish on shutdown.")
 
-	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
-	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
+	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", defaults.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
+	fs.IntVar(&o.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")

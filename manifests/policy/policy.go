@@ -46,9 +46,6 @@ func OperatorPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, [
 const (
 	ParamsName      = "apigateway-operator-defaults"
 	ParamsNamespace = "apigateway-operator-system"
-	// ParamImage and ParamReplicas are its keys.
-	ParamImage    = "image"
-	ParamReplicas = "replicas"
 )
 
 // DefaultsPolicy decodes Defaults: the MutatingAdmissionPolicy and its

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/manifests/policy"
-	"example.com/apigateway-operator/webhooks"
 )
 
 // downFor is how long the operator stays down under write load.
@@ -286,10 +286,10 @@ func TestDefaultsParametersAreRestored(t *testing.T) {
 	ctx := t.Context()
 	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
 	require.NoError(t, env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: params.Namespace, Name: params.Name}},
-		client.RawPatch(types.MergePatchType, []byte(`{"data":{"`+policy.ParamImage+`":"evil.example/miner:1"}}`))))
+		client.RawPatch(types.MergePatchType, []byte(`{"data":{"`+defaults.ParamImage+`":"evil.example/miner:1"}}`))))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cm := &corev1.ConfigMap{}
 		require.NoError(c, env.Client.Get(ctx, params, cm))
-		assert.Equal(c, webhooks.PolicyParamsData(operatorDefaults), cm.Data)
+		assert.Equal(c, operatorDefaults.PolicyData(), cm.Data)
 	}, waitFor, tick, "the operator did not put its defaults back")
 }

@@ -20,6 +20,7 @@
 package defaults
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -85,8 +86,8 @@ type Canonical struct {
 	CEL string
 }
 
-// The parameters Fill.Param names, as the policy's ConfigMap keys them
-// (policy.ParamImage, policy.ParamReplicas).
+// The parameters Fill.Param names, which are also the keys of the
+// policy's parameter ConfigMap (Operator.PolicyData).
 const (
 	ParamImage    = "image"
 	ParamReplicas = "replicas"
@@ -228,4 +229,93 @@ func AuditNames(ops []Op) []string {
 		}
 	}
 	return names
+}
+
+// DefaultImage is the gateway image the operator fills in when neither the
+// APIGateway nor its namespace names one (its --default-gateway-image's
+// default). It is nginx's unprivileged build: it runs as a non-root user
+// and listens on 8080, so gateway pods pass the restricted Pod Security
+// Standard. The tag is pinned so every gateway the operator creates runs
+// the same nginx until the operator is upgraded.
+const DefaultImage = "nginxinc/nginx-unprivileged:1.29-alpine"
+
+// DefaultReplicas is the number of gateway pods when neither the APIGateway
+// nor the operator's configuration says otherwise (--default-replicas'
+// default).
+const DefaultReplicas int32 = 1
+
+// Operator are the operator's flags the defaults read: the image and
+// replicas it fills in.
+type Operator struct {
+	Image    string
+	Replicas int32
+}
+
+// Params are the Params of a gateway in a namespace with these
+// annotations.
+func (o Operator) Params(namespaceAnnotations map[string]string) Params {
+	replicas := o.Replicas
+	return Params{Image: o.Image, Replicas: &replicas, NamespaceAnnotations: namespaceAnnotations}
+}
+
+// PolicyData is the defaults policy's parameter ConfigMap's data for o, in
+// the keys the policy reads.
+func (o Operator) PolicyData() map[string]string {
+	return map[string]string{ParamImage: o.Image, ParamReplicas: strconv.Itoa(int(o.Replicas))}
+}
+
+// ImageFromNamespace reports whether p takes its image from the
+// namespace's annotation rather than the operator's flag.
+func (p Params) ImageFromNamespace() bool { return p.image() != p.Image || p.Image == "" && p.image() != "" }
+
+// Apply applies ops, which Patch made of obj, to obj in place: each sets a
+// member of an object, or an element of a list, that Patch walked to.
+func Apply(obj map[string]any, ops []Op) {
+	for _, op := range ops {
+		tokens := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		var node any = obj
+		for _, t := range tokens[:len(tokens)-1] {
+			node = child(node, t)
+		}
+		switch n := node.(type) {
+		case map[string]any:
+			n[tokens[len(tokens)-1]] = op.Value
+		case []any:
+			if i, err := strconv.Atoi(tokens[len(tokens)-1]); err == nil && i < len(n) {
+				n[i] = op.Value
+			}
+		}
+	}
+}
+
+func child(node any, token string) any {
+	switch n := node.(type) {
+	case map[string]any:
+		return n[token]
+	case []any:
+		if i, err := strconv.Atoi(token); err == nil && i < len(n) {
+			return n[i]
+		}
+	}
+	return nil
+}
+
+// Defaulted is gw as the table defaults it under p, for callers that hold
+// a typed gateway (tests, benchmarks); the webhook patches the JSON it
+// received instead, so members the Go type does not know stay.
+func Defaulted(gw *v1.APIGateway, p Params) (*v1.APIGateway, error) {
+	raw, err := json.Marshal(gw)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	Apply(obj, Patch(obj, p))
+	if raw, err = json.Marshal(obj); err != nil {
+		return nil, err
+	}
+	out := &v1.APIGateway{}
+	return out, json.Unmarshal(raw, out)
 }

@@ -16,8 +16,8 @@ import (
 
 	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/api/v1/defaults"
-	"example.com/apigateway-operator/manifests/policy"
 )
 
 // object is a v1 APIGateway of spec, as JSON decodes it.
@@ -91,7 +91,7 @@ func TestPatch(t *testing.T) {
 // the generated matchCondition to call the webhook exactly when Patch,
 // with every parameter set, changes something.
 func TestPolicyMatchesPatch(t *testing.T) {
-	mp, err := admit.Defaults()
+	mp, err := admit.CompiledDefaults()
 	require.NoError(t, err)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -145,10 +145,10 @@ func roundTrip(t *testing.T, obj map[string]any) map[string]any {
 func paramData(p defaults.Params) map[string]string {
 	data := map[string]string{}
 	if p.Image != "" {
-		data[policy.ParamImage] = p.Image
+		data[defaults.ParamImage] = p.Image
 	}
 	if p.Replicas != nil {
-		data[policy.ParamReplicas] = strconv.Itoa(int(*p.Replicas))
+		data[defaults.ParamReplicas] = strconv.Itoa(int(*p.Replicas))
 	}
 	return data
 }
@@ -230,4 +230,41 @@ func trimComma(s string) string {
 		return s[:len(s)-2]
 	}
 	return s
+}
+
+// TestDefaultedObjectIsValid: a gateway written with only what the user
+// must give passes validation once defaulted with the operator's own
+// defaults, and defaulting it again changes nothing.
+func TestDefaultedObjectIsValid(t *testing.T) {
+	obj := object(t, `{"routes": [{"host": "API.example.com.", "backendService": {"name": "svc", "port": 80}}],
+		"tls": [{"hosts": ["api.EXAMPLE.com"], "secretName": "tls"}]}`)
+	op := defaults.Operator{Image: defaults.DefaultImage, Replicas: defaults.DefaultReplicas}
+	defaulted := applied(t, obj, defaults.Patch(obj, op.Params(nil)))
+	assert.Empty(t, defaults.Patch(defaulted, op.Params(nil)), "defaulting is idempotent")
+
+	gw := &v1.APIGateway{}
+	raw, err := json.Marshal(defaulted)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, gw))
+	gw.Name, gw.Namespace = "minimal", "default"
+	require.Empty(t, validation.Validate(nil, gw))
+	assert.Equal(t, v1.Route{Host: "api.example.com", Path: "/", PathType: v1.PathTypePrefix,
+		BackendService: v1.BackendService{Name: "svc", Port: 80}}, gw.Spec.Routes[0])
+	assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
+	assert.Equal(t, ptr.To(defaults.DefaultReplicas), gw.Spec.Replicas)
+}
+
+// TestApplyIsJSONPatch: Apply does what a JSON patch library does with the
+// same operations.
+func TestApplyIsJSONPatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := defaults.Params{Image: "i:1", Replicas: ptr.To[int32](2)}
+	for range 500 {
+		spec := randomSpec(rng)
+		obj := object(t, spec)
+		want := applied(t, obj, defaults.Patch(obj, p))
+		got := object(t, spec)
+		defaults.Apply(got, defaults.Patch(got, p))
+		require.Equal(t, want, roundTrip(t, got), "spec %s", spec)
+	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
@@ -58,12 +57,14 @@ type RelatedObjects struct {
 
 // Validate checks gw against every rule of the contract and returns all the
 // errors at once, each with its field path and rule (Origin), and the
-// warnings to show the user. old is nil on create and the stored object on
+// warnings that need other objects (a backend Service without the route's
+// port); the warnings about the gateway alone are the warnings policy's
+// (WarningsPolicy). old is nil on create and the stored object on
 // update. The rules about the gateway alone are package validation's; the
 // ones added here look at the related objects (host ownership, conflicts)
 // or at conversion (the v1alpha1 form's size). A gateway with a list
 // longer than its limit gets only those errors: no lookup, no warning.
-func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, admission.Warnings) {
+func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, []string) {
 	spec := field.NewPath("spec")
 	if errs := validation.ValidateCounts(&gw.Spec, spec); len(errs) > 0 {
 		return errs, nil
@@ -71,7 +72,7 @@ func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, 
 	errs := validation.Validate(old, gw)
 	errs = append(errs, validateClaims(old, gw, related, spec.Child("routes"))...)
 	errs = append(errs, validateV1alpha1Size(gw, spec)...)
-	return errs, warnings(gw, related)
+	return errs, portWarnings(gw.Spec.Routes, related.ServicePorts)
 }
 
 // validateClaims refuses routes that another gateway holds, as the

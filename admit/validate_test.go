@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"strconv"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -299,7 +301,13 @@ func TestValidateUpdateRatchetsConflicts(t *testing.T) {
 	require.Len(t, errs, 2, "every route held by legacy: %v", errs)
 }
 
+// TestWarnings is the table of the warnings a user gets: those about the
+// gateway alone from the warnings policy (manifests/policy/warnings.yaml,
+// its CEL evaluated in process as the API server does), then those that
+// need other objects from Validate.
 func TestWarnings(t *testing.T) {
+	compiled, err := CompiledWarnings()
+	require.NoError(t, err)
 	tests := map[string]struct {
 		mutate func(*v1.APIGateway)
 		ports  map[string][]int32
@@ -344,6 +352,12 @@ func TestWarnings(t *testing.T) {
 			ports:  map[string][]int32{"user-service": {80}},
 			want:   []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080"},
 		},
+		"an image with many tags": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest:latest" },
+		},
+		"upper-case LATEST is a tag like another": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "ghcr.io/x/y:LATEST" },
+		},
 		"a tag after the last slash only": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/team/nginx:latest" },
 			want:   []string{`spec.image uses the tag "latest"`},
@@ -356,8 +370,12 @@ func TestWarnings(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			errs, warnings := Validate(nil, gatewayWith(tc.mutate), RelatedObjects{ServicePorts: tc.ports})
+			gw := gatewayWith(tc.mutate)
+			errs, portWarnings := Validate(nil, gw, RelatedObjects{ServicePorts: tc.ports})
 			require.Empty(t, errs)
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gw)
+			require.NoError(t, err)
+			warnings := append(compiled.Warnings(t.Context(), &unstructured.Unstructured{Object: obj}), portWarnings...)
 			require.Len(t, warnings, len(tc.want), "warnings: %q", warnings)
 			for i, w := range tc.want {
 				assert.Contains(t, warnings[i], w)
