@@ -266,7 +266,9 @@ func (o Operator) PolicyData() map[string]string {
 
 // ImageFromNamespace reports whether p takes its image from the
 // namespace's annotation rather than the operator's flag.
-func (p Params) ImageFromNamespace() bool { return p.image() != p.Image || p.Image == "" && p.image() != "" }
+func (p Params) ImageFromNamespace() bool {
+	return p.image() != p.Image || p.Image == "" && p.image() != ""
+}
 
 // Apply applies ops, which Patch made of obj, to obj in place: each sets a
 // member of an object, or an element of a list, that Patch walked to.

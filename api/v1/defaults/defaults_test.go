@@ -16,8 +16,8 @@ import (
 
 	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/api/v1/defaults"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // object is a v1 APIGateway of spec, as JSON decodes it.
