@@ -2,6 +2,7 @@ package defaults
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -156,7 +157,7 @@ func (d *Default) canonicalCEL(value string) string { return fmt.Sprintf(d.Canon
 // unsetCEL is true when value is missing, null or (a string) "".
 func (d *Default) unsetCEL(value string) string {
 	cond := fmt.Sprintf("(!has(%s) || %s == null", value, value)
-	if d.Fill.isString() {
+	if d.Fill.IsString() {
 		cond += fmt.Sprintf(" || %s == ''", value)
 	}
 	return cond + ")"
@@ -191,11 +192,21 @@ func (f *Fill) valueCEL() string {
 	case ParamReplicas:
 		return "int(params.data." + ParamReplicas + ")"
 	}
-	return quote(f.Literal)
+	if n, ok := f.Literal.(int64); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	s, _ := f.Literal.(string)
+	return quote(s)
 }
 
-// isString reports whether f fills in a string (so "" counts as unset).
-func (f *Fill) isString() bool { return f.Param != ParamReplicas }
+// IsString reports whether f fills in a string (so "" counts as unset).
+func (f *Fill) IsString() bool {
+	if f.Param != "" {
+		return f.Param == ParamImage
+	}
+	_, ok := f.Literal.(string)
+	return ok
+}
 
 // quote is s as a CEL string literal.
 func quote(s string) string {

@@ -70,8 +70,8 @@ type Default struct {
 
 // Fill sets a field that is missing, null or (a string) empty.
 type Fill struct {
-	// Literal is the value, a string; or else
-	Literal string
+	// Literal is the value, a string or an int64; or else
+	Literal any
 	// Param names the parameter that is: "image" (the namespace's
 	// annotation, else the operator's image) or "replicas" (an integer).
 	// A parameter that is not set fills in nothing.
@@ -182,7 +182,7 @@ func (d *Default) value(value any, path string, p Params) (Op, bool) {
 		}
 		return Op{Op: "replace", Path: path, Value: d.Canonical.Go(s), Name: d.Name}, true
 	}
-	if !unset(value, d.Fill.isString()) {
+	if !unset(value, d.Fill.IsString()) {
 		return Op{}, false
 	}
 	fill, ok := d.Fill.value(p)
@@ -203,7 +203,7 @@ func unset(value any, stringField bool) bool {
 func (f *Fill) value(p Params) (any, bool) {
 	switch f.Param {
 	case "":
-		return f.Literal, true
+		return f.Literal, f.Literal != nil
 	case ParamImage:
 		image := p.image()
 		return image, image != ""

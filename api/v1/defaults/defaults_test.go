@@ -171,65 +171,93 @@ func applied(t *testing.T, obj map[string]any, ops []defaults.Op) map[string]any
 	return out
 }
 
-// randomSpec is a spec with each defaulted field set, unset, null, empty
-// or misspelled at random, in the JSON the API server would hand the
-// policy after the schema's decoding (no unknown fields, types as the
-// schema says, except nulls, which the schema keeps where it allows them).
+// randomSpec is a spec in which every field of the Table is missing,
+// null, empty or set (spelt canonically or not) at random, in every list
+// the Table walks, with null elements and lists among them: as the API
+// server would hand the policy JSON after the schema's decoding (types as
+// the schema says, except nulls, which it keeps where it allows them). It
+// reads the Table, so a new row is exercised with no change here.
 func randomSpec(rng *rand.Rand) string {
-	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
-	field := func(name, value string) string {
-		if value == "" {
-			return ""
-		}
-		return fmt.Sprintf("%q: %s, ", name, value)
-	}
-	host := func() string {
-		return pick(`"api.example.com"`, `"API.Example.com"`, `"api.example.com."`, `"a.com.."`, `"*.Example.COM."`, `"ö.example.com"`, `""`, `"."`, `"X"`)
-	}
-	var routes string
-	for i := range rng.IntN(4) {
-		if i > 0 {
-			routes += ", "
-		}
-		if rng.IntN(12) == 0 {
-			routes += "null"
-			continue
-		}
-		r := field("host", pick(host(), host(), "", "null")) +
-			field("path", pick(`"/"`, `"/users/"`, `""`, "null", "")) +
-			field("pathType", pick(`"Prefix"`, `"Exact"`, `""`, "null", "")) +
-			`"backendService": {"name": "svc", "port": 80}`
-		routes += "{" + r + "}"
-	}
-	var tls string
-	for i := range rng.IntN(3) {
-		if i > 0 {
-			tls += ", "
-		}
-		var hosts string
-		for j := range rng.IntN(3) {
-			if j > 0 {
-				hosts += ", "
-			}
-			hosts += pick(host(), "null")
-		}
-		tls += "{" + field("hosts", pick("["+hosts+"]", "null", "")) + `"secretName": "s"}`
-	}
-	spec := field("image", pick(`"nginx:1.27"`, `""`, "null", "")) +
-		field("replicas", pick("0", "2", "null", "")) +
-		field("routes", pick("["+routes+"]", "["+routes+"]", "null", "")) +
-		field("tls", pick("["+tls+"]", "null", "", ""))
 	if rng.IntN(20) == 0 {
 		return "null"
 	}
-	return "{" + trimComma(spec) + "}"
+	spec := map[string]any{}
+	for i := range defaults.Table {
+		d := &defaults.Table[i]
+		if len(d.Lists) == 0 {
+			setRandom(rng, spec, d.Field, d)
+			continue
+		}
+		fillList(rng, spec, d.Lists, d)
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
 }
 
-func trimComma(s string) string {
-	if len(s) >= 2 && s[len(s)-2:] == ", " {
-		return s[:len(s)-2]
+// fillList gives the list lists[0] of m (made if missing, at random) and
+// the lists below it elements that hold d's field at random.
+func fillList(rng *rand.Rand, m map[string]any, lists []string, d *defaults.Default) {
+	items, exists := m[lists[0]].([]any)
+	if !exists {
+		if _, set := m[lists[0]]; set || rng.IntN(8) == 0 {
+			m[lists[0]] = nil // null, once and for all rows
+			return
+		}
+		for range rng.IntN(4) {
+			if rng.IntN(10) == 0 {
+				items = append(items, nil)
+				continue
+			}
+			items = append(items, map[string]any{})
+		}
+		m[lists[0]] = items
 	}
-	return s
+	for j, item := range items {
+		if len(lists) > 1 {
+			if e, ok := item.(map[string]any); ok {
+				fillList(rng, e, lists[1:], d)
+			}
+			continue
+		}
+		if d.Field == "" {
+			items[j] = randomValue(rng, d)
+			continue
+		}
+		if e, ok := item.(map[string]any); ok {
+			setRandom(rng, e, d.Field, d)
+		}
+	}
+}
+
+// setRandom leaves m's field out, or sets it to a random value of d's.
+func setRandom(rng *rand.Rand, m map[string]any, field string, d *defaults.Default) {
+	if rng.IntN(4) == 0 {
+		return
+	}
+	m[field] = randomValue(rng, d)
+}
+
+// randomValue is null, or a value of d's kind: empty, set, or for a
+// Canonical one spelt every which way.
+func randomValue(rng *rand.Rand, d *defaults.Default) any {
+	if rng.IntN(6) == 0 {
+		return nil
+	}
+	if d.Canonical != nil {
+		hosts := []string{"api.example.com", "API.Example.com", "api.example.com.", "a.com..", "*.Example.COM.", "ö.example.com", "", ".", "X"}
+		return hosts[rng.IntN(len(hosts))]
+	}
+	if !d.Fill.IsString() {
+		return []int64{0, 1, 2, 7}[rng.IntN(4)]
+	}
+	values := []string{"", "set", "/users/", "Exact"}
+	if s, ok := d.Fill.Literal.(string); ok {
+		values = append(values, s)
+	}
+	return values[rng.IntN(len(values))]
 }
 
 // TestDefaultedObjectIsValid: a gateway written with only what the user
