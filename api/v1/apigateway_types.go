@@ -48,11 +48,8 @@ type APIGatewaySpec struct {
 	// runs as a non-root user. When empty, the admission webhook fills in the
 	// namespace's example.com/default-gateway-image annotation or, without
 	// one, the operator's configured default.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Z}\\p{Cc}]')",message="must not contain whitespace or control characters"
 	// +required
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// replicas is the number of gateway pods, from 0 to 100. When unset, the
 	// admission webhook fills in the operator's configured default (1).
@@ -114,8 +111,8 @@ type APIGatewaySpec struct {
 	// path, except under the prefixes its owner lends it here (unless the
 	// cluster's admin runs the operator with
 	// --namespace-ownership=InterNamespaceAllowed). Gateways of one
-	// namespace share its hosts freely. Up to 32.
-	// +kubebuilder:validation:MaxItems=32
+	// namespace share its hosts freely. Up to 16.
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
 	Delegations []HostDelegation `json:"delegations,omitempty"`
@@ -207,29 +204,16 @@ type Route struct {
 	// (*.example.com matches api.example.com, not example.com or
 	// a.b.example.com), and must keep at least two labels after it (*.com
 	// is refused). IP addresses are not allowed.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="!isIP(self.startsWith('*.') ? self.substring(2) : self)",message="must be a DNS name, not an IP address"
-	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[^.]{64}')",message="each label (between dots) must be at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('*.') || self.substring(2).contains('.')",message="a wildcard must keep at least two labels after '*.', as in *.example.com: *.com would claim every name of a top-level domain"
 	// +required
-	Host string `json:"host"`
+	Host Hostname `json:"host"`
 
 	// path is the request path the route matches, starting with "/". It may
 	// hold letters, digits and - . _ ~ / ! & ( ) * + , = : @ %, but no empty,
 	// "." or ".." segments. Defaults to "/".
 	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^/[-A-Za-z0-9._~!&()*+,=:@%/]*$')",message="must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="must not contain empty, '.' or '..' segments"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([^%]|%[0-7][0-9A-Fa-f]|%[Cc][2-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Dd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee]0%[ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][1-9A-Ca-cEeFf]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][Dd]%[89][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]0%[9ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff][1-3]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]4%8[0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f])*$')",message="'%' must start a percent-encoded byte such as %C3%A9 ('%25' for a literal '%'), and the encoded bytes must spell UTF-8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%([01][0-9A-Fa-f]|2[02347]|3[BbCcEeFf]|5[B-Eb-e]|60|7[B-Fb-f])')",message="must not percent-encode a control character, a space or a character the path may not hold as written"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%[Cc]2%([89][0-9A-Fa-f]|[Aa]0)|%[Ee]1%9[Aa]%80|%[Ee]2%80%(8[0-9Aa]|[Aa][89Ff])|%[Ee]2%81%9[Ff]|%[Ee]3%80%80')",message="must not percent-encode a control character or whitespace, such as %C2%85 or %E2%80%A8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(/|%2[Ff])(/|%2[Ff])|(/|%2[Ff])([.]|%2[Ee]){1,2}(/|%2[Ff]|$)|%25(2|%32)([Ff]|%46|%66)')",message="must not contain empty, '.' or '..' segments once percent-decoded (%2F is '/', %2E is '.'), nor decode to '%2F'"
 	// +optional
-	Path string `json:"path,omitempty"`
+	Path HTTPPath `json:"path,omitempty"`
 
 	// pathType is how path is matched: Prefix matches the path and every
 	// path below it, Exact matches the path only. Defaults to Prefix.
@@ -246,11 +230,8 @@ type Route struct {
 // BackendService names a Service port in the gateway's namespace.
 type BackendService struct {
 	// name is the Service's name, a DNS-1035 label such as user-service.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
 	// +required
-	Name string `json:"name"`
+	Name ServiceName `json:"name"`
 
 	// port is the Service port the requests go to, from 1 to 65535.
 	// +kubebuilder:validation:Minimum=1

@@ -265,7 +265,7 @@ func (in *HostDelegation) DeepCopyInto(out *HostDelegation) {
 	*out = *in
 	if in.PathPrefixes != nil {
 		in, out := &in.PathPrefixes, &out.PathPrefixes
-		*out = make([]string, len(*in))
+		*out = make([]HTTPPath, len(*in))
 		copy(*out, *in)
 	}
 }

@@ -51,8 +51,9 @@ const (
 	// well-formed Gateway references, each once; references to one
 	// Gateway all name a listener.
 	RuleParentRefs = "exposure.httpRoute.parentRefs"
-	// RuleDelegations: spec.delegations lists at most 32 delegations, each
-	// of a route host of the gateway, to another namespace, of 1 to 16
-	// distinct valid path prefixes.
+	// RuleDelegations: spec.delegations lists at most 16 delegations, each
+	// of a route host of the gateway (or a name its wildcard host
+	// matches), to another namespace, of 1 to 8 distinct valid path
+	// prefixes.
 	RuleDelegations = "delegations"
 )
