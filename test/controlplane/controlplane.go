@@ -387,3 +387,8 @@ func get(ctx context.Context, client *http.Client, url string) error {
 	}
 	return nil
 }
+
+// EtcdURL is the address of etcd's client port.
+func (c *ControlPlane) EtcdURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.ports.etcd)
+}

@@ -123,12 +123,14 @@ func (c *ControlPlane) launch(ctx context.Context, cmd Command, logMode int) (*P
 
 // spawn starts the process in its own process group, so that a terminal's
 // Ctrl-C reaches only the program that started it, which then stops its
-// processes in order.
+// processes in order. The kernel kills it (SIGKILL) when that program
+// dies without stopping it (SIGKILL, a crash, SIGPIPE): nothing outlives
+// the launcher.
 func (c *ControlPlane) spawn(cmd Command, logMode int) (*Process, error) {
 	p := &Process{name: cmd.Name, command: cmd, pidFile: filepath.Join(c.dir, pidsDir, cmd.Name+".pid"), done: make(chan struct{})}
 	p.cmd = exec.Command(cmd.Path, cmd.Args...)
 	p.cmd.Stdout, p.cmd.Stderr = cmd.Stdout, cmd.Stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cmd.Stdout == nil || cmd.Stderr == nil {
 		p.log = filepath.Join(c.dir, logsDir, cmd.Name+".log")
 		f, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|logMode, 0o600)
@@ -143,7 +145,7 @@ func (c *ControlPlane) spawn(cmd Command, logMode int) (*Process, error) {
 			p.cmd.Stderr = f
 		}
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := startOnLockedThread(p.cmd); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cmd.Name, err)
 	}
 	go func() {
