@@ -26,6 +26,8 @@ type Command struct {
 	Name string
 	Path string
 	Args []string
+	// Env adds variables to this process's environment.
+	Env []string
 	// Stdout and Stderr default to logs/<Name>.log.
 	Stdout, Stderr io.Writer
 	// Ready, when set, is called until it returns nil: the process is
@@ -130,6 +132,9 @@ func (c *ControlPlane) spawn(cmd Command, logMode int) (*Process, error) {
 	p := &Process{name: cmd.Name, command: cmd, pidFile: filepath.Join(c.dir, pidsDir, cmd.Name+".pid"), done: make(chan struct{})}
 	p.cmd = exec.Command(cmd.Path, cmd.Args...)
 	p.cmd.Stdout, p.cmd.Stderr = cmd.Stdout, cmd.Stderr
+	if len(cmd.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), cmd.Env...)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cmd.Stdout == nil || cmd.Stderr == nil {
 		p.log = filepath.Join(c.dir, logsDir, cmd.Name+".log")
