@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,7 +46,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"example.com/apigateway-operator/test/controlplane"
 	"example.com/apigateway-operator/test/testenv"
@@ -288,8 +286,6 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 	}
 	r.log(fmt.Sprintf("Starting %s (webhooks on https://127.0.0.1:%d for kube-apiserver's client certificate, probes on 127.0.0.1:%d)",
 		r.show(r.operatorBin), r.webhookPort, r.probePort))
-	probe := &http.Client{Timeout: 5 * time.Second}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)
 	_, err := r.cp.Run(ctx, controlplane.Command{
 		Name: "apigateway-operator",
 		Path: r.operatorBin,
@@ -307,21 +303,7 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 		}, extra...),
 		Stdout: &console{w: os.Stdout},
 		Stderr: &console{w: os.Stderr},
-		Ready: func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, http.NoBody)
-			if err != nil {
-				return err
-			}
-			resp, err := probe.Do(req)
-			if err != nil {
-				return err
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return errors.New(resp.Status)
-			}
-			return nil
-		},
+		Ready:  controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)),
 	})
 	return err
 }

@@ -2,10 +2,8 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,8 +256,6 @@ func (c *cluster) startOperator(t *testing.T, o operatorOptions) *operator {
 		o.webhookPort, err = controlplane.FreePort()
 		require.NoError(t, err)
 	}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])
-	probe := &http.Client{Timeout: 5 * time.Second}
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--webhook-port=" + strconv.Itoa(o.webhookPort),
@@ -275,25 +271,11 @@ func (c *cluster) startOperator(t *testing.T, o operatorOptions) *operator {
 	}, o.args...)
 	start := time.Now()
 	p, err := c.cp.Run(t.Context(), controlplane.Command{
-		Name: o.user,
-		Path: o.bin,
-		Args: args,
-		Env:  o.env,
-		Ready: func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, http.NoBody)
-			if err != nil {
-				return err
-			}
-			resp, err := probe.Do(req)
-			if err != nil {
-				return err
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return errors.New(resp.Status)
-			}
-			return nil
-		},
+		Name:  o.user,
+		Path:  o.bin,
+		Args:  args,
+		Env:   o.env,
+		Ready: controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])),
 	})
 	require.NoError(t, err)
 	t.Logf("%s ready in %s (pid %d)", o.user, time.Since(start).Round(time.Millisecond), p.Pid())
