@@ -103,6 +103,11 @@ func TestMakeRun(t *testing.T) {
 	require.NoError(t, syscall.Kill(r.cmd.Process.Pid, syscall.SIGKILL))
 	r.waitExit(t)
 	eventually(t, "the components dying with a SIGKILLed hack/run", func() error {
+		for name, pid := range pids {
+			if running(pid) {
+				return fmt.Errorf("%s (pid %d) still runs", name, pid)
+			}
+		}
 		if left := s.processesUsingRunDir(); len(left) > 0 {
 			return fmt.Errorf("still running: %v", left)
 		}

@@ -53,7 +53,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 	leader := c.startOperator(t, operatorOptions{user: replicas[0], server: proxy.URL(), args: leaderArgs})
-	leader.awaitLog(t, leads)
+	leader.awaitLeading(t)
 	follower := c.startOperator(t, operatorOptions{user: replicas[1], server: proxy.URL(), webhookPort: c.webhookPort, args: leaderArgs})
 
 	ns := c.namespace(t, "flaky")
@@ -132,7 +132,7 @@ func TestFlakyAPIServer(t *testing.T) {
 		speak()
 		spoken = time.Now()
 		t.Logf("silent for %s", spoken.Sub(silent).Round(time.Millisecond))
-		follower.awaitLog(t, leads)
+		follower.awaitLeading(t)
 		t.Logf("%s took over %s after the API server spoke again", follower.user, time.Since(spoken).Round(time.Millisecond))
 	})
 

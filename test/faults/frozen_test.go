@@ -28,7 +28,7 @@ const burst = 24
 func TestFrozenLeader(t *testing.T) {
 	c := startCluster(t, clusterOptions{audit: writeVerbs})
 	old := c.startOperator(t, operatorOptions{user: replicas[0], args: leaderArgs})
-	old.awaitLog(t, leads)
+	old.awaitLeading(t)
 	// The webhook configurations point at the replica that stays up.
 	next := c.startOperator(t, operatorOptions{user: replicas[1], args: leaderArgs, webhookPort: c.webhookPort})
 
@@ -48,7 +48,7 @@ func TestFrozenLeader(t *testing.T) {
 		}
 	})
 
-	next.awaitLog(t, leads)
+	next.awaitLeading(t)
 	t.Logf("%s took over %s after the freeze", next.user, time.Since(frozen).Round(time.Millisecond))
 	// Changes the frozen leader's caches have not seen.
 	for i, key := range keys {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -81,14 +82,23 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	operatorBin, faultBin = filepath.Join(dir, "apigateway-operator"), filepath.Join(dir, "apigateway-operator-faultinject")
+	// Both at once: they share every package but main.
+	errs := make(chan error, 2)
 	for out, tags := range map[string]string{operatorBin: "", faultBin: "faultinject"} {
-		build := exec.Command("go", "build", "-tags="+tags, "-o", out, "./cmd/apigateway-operator")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building the operator: %v\n%s", err, out)
-			return 1
-		}
+		go func() {
+			build := exec.Command("go", "build", "-tags="+tags, "-o", out, "./cmd/apigateway-operator")
+			build.Dir = root
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("building the operator (tags %q): %w\n%s", tags, err, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	if err := errors.Join(<-errs, <-errs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
 }
@@ -153,7 +163,8 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	}
 	cp, err := controlplane.New(controlplane.Options{
 		BinDir: binDir, APIServerFlags: flags, Users: users,
-		StartTimeout: waitFor, StopTimeout: 5 * time.Second,
+		// A replica drains for up to --graceful-shutdown-timeout (5 s).
+		StartTimeout: waitFor, StopTimeout: 15 * time.Second,
 	})
 	require.NoError(t, err)
 	c.cp = cp
@@ -290,14 +301,13 @@ func (o *operator) log(t *testing.T) string {
 	return string(data)
 }
 
-// awaitLog waits until the replica's log holds s.
-func (o *operator) awaitLog(t *testing.T, s string) {
+// awaitLeading waits until the replica has logged that it holds the
+// lease.
+func (o *operator) awaitLeading(t *testing.T) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(o.log(t), s) }, waitFor, tick, "%s never logged %q", o.user, s)
+	const leads = "Successfully acquired lease"
+	require.Eventually(t, func() bool { return strings.Contains(o.log(t), leads) }, waitFor, tick, "%s never logged %q", o.user, leads)
 }
-
-// leads is the leader election's log line once a replica holds the lease.
-const leads = "Successfully acquired lease"
 
 // awaitExit waits until the replica has exited and returns how.
 func (o *operator) awaitExit(t *testing.T) error {

@@ -29,7 +29,7 @@ func TestLostWatchHistory(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 	op := c.startOperator(t, operatorOptions{user: replicas[0], server: proxy.URL(), webhookPort: c.webhookPort, args: leaderArgs})
-	op.awaitLog(t, leads)
+	op.awaitLeading(t)
 
 	ns := c.namespace(t, "watch")
 	scaled, unserved, drifted, deleted := gateway(ns, "scaled", 1, "/api/"), gateway(ns, "unserved", 1, "/api/"),
