@@ -235,7 +235,7 @@ func terminate(name string, pid int, timeout time.Duration) error {
 // gone waits up to timeout for process pid to stop running.
 func gone(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for running(pid) {
+	for Running(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -244,11 +244,33 @@ func gone(pid int, timeout time.Duration) bool {
 	return true
 }
 
-// running is true for a live process. A zombie (exited, not yet reaped by
-// its parent, or by init for a leftover whose parent died) is not.
-func running(pid int) bool {
+// Running reports whether process pid has yet to finish exiting. A
+// zombie (exited, not yet reaped by its parent, or by init for one whose
+// parent died) is not running; but a killed process's main thread turns
+// zombie before its other threads have exited, and until they have, the
+// process still holds its files and its listening ports (kube-apiserver's
+// for a quarter of a second on a busy machine): it is running until its
+// last thread is gone.
+func Running(pid int) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err == nil && statRunning(stat) {
+			return true
+		}
+	}
+	return false
+}
+
+// exiting reports whether process pid's main thread has exited while
+// others have not yet.
+func exiting(pid int) bool {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	return err == nil && statRunning(stat)
+	return err == nil && !statRunning(stat) && Running(pid)
 }
 
 // statRunning reads a /proc/<pid>/stat line: the state follows the command

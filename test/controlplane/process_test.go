@@ -87,9 +87,9 @@ func TestChildrenDieWithTheLauncher(t *testing.T) {
 	task := filepath.Join("/proc", strconv.Itoa(launcher.Process.Pid), "task", strconv.Itoa(thread))
 	require.Eventually(t, func() bool { _, err := os.Stat(task); return os.IsNotExist(err) },
 		time.Minute, 20*time.Millisecond, "the locked thread did not end")
-	assert.True(t, running(child), "the child died with the thread that started it")
+	assert.True(t, Running(child), "the child died with the thread that started it")
 
 	require.NoError(t, launcher.Process.Kill())
-	require.Eventually(t, func() bool { return !running(child) }, time.Minute, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return !Running(child) }, time.Minute, 20*time.Millisecond,
 		"the child outlived its SIGKILLed launcher")
 }
