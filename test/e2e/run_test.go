@@ -331,6 +331,11 @@ func (s *setup) assertNothingLeft(t *testing.T, pids map[string]int) {
 		assert.False(t, controlplane.Running(pid), "%s (pid %d) outlived hack/run", name, pid)
 	}
 	assert.Empty(t, s.processesUsingRunDir(), "processes left behind")
+	// Stop removes the pid files: the launcher stopped them itself, in
+	// order, rather than the kernel killing them with it.
+	left, err := filepath.Glob(filepath.Join(s.runDir, "pids", "*.pid"))
+	require.NoError(t, err)
+	assert.Empty(t, left, "pid files left: hack/run did not stop its processes itself")
 }
 
 // processesUsingRunDir finds live processes whose command line names a path
