@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,12 +56,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	follower := c.startOperator(t, operatorOptions{user: replicas[1], server: proxy.URL(), webhookPort: c.webhookPort, args: leaderArgs})
 
 	ns := c.namespace(t, "flaky")
-	var keys []client.ObjectKey
-	for i := range gatewayCount {
-		gw := gateway(ns, fmt.Sprintf("gw-%d", i), 1, "/api/")
-		require.NoError(t, c.client.Create(t.Context(), gw))
-		keys = append(keys, client.ObjectKeyFromObject(gw))
-	}
+	keys := c.createGateways(t, ns, "gw", gatewayCount)
 	c.awaitConverged(t, keys)
 	uids := c.childUIDs(t, keys)
 
@@ -98,11 +92,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	)
 	t.Run("silence", func(t *testing.T) {
 		// The leader is busy with a burst when the API server goes quiet.
-		for i := range gatewayCount {
-			gw := gateway(ns, fmt.Sprintf("burst-%d", i), 1, "/api/")
-			require.NoError(t, c.client.Create(t.Context(), gw))
-			keys = append(keys, client.ObjectKeyFromObject(gw))
-		}
+		keys = append(keys, c.createGateways(t, ns, "burst", gatewayCount)...)
 		speak := proxy.Silence()
 		silent = time.Now()
 		defer speak()

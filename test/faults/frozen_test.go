@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -33,12 +31,7 @@ func TestFrozenLeader(t *testing.T) {
 	next := c.startOperator(t, operatorOptions{user: replicas[1], args: leaderArgs, webhookPort: c.webhookPort})
 
 	ns := c.namespace(t, "frozen")
-	var keys []client.ObjectKey
-	for i := range burst {
-		gw := gateway(ns, fmt.Sprintf("gw-%d", i), 1, "/api/")
-		require.NoError(t, c.client.Create(t.Context(), gw))
-		keys = append(keys, client.ObjectKeyFromObject(gw))
-	}
+	keys := c.createGateways(t, ns, "gw", burst)
 	require.NoError(t, syscall.Kill(old.Pid(), syscall.SIGSTOP))
 	frozen := time.Now()
 	resumed := false

@@ -342,6 +342,19 @@ func gateway(ns, name string, replicas int32, paths ...string) *v1.APIGateway {
 	return gw
 }
 
+// createGateways creates n gateways named prefix-0, prefix-1, ... in ns,
+// each with a route of its own, and returns their keys.
+func (c *cluster) createGateways(t *testing.T, ns, prefix string, n int) []client.ObjectKey {
+	t.Helper()
+	keys := make([]client.ObjectKey, 0, n)
+	for i := range n {
+		gw := gateway(ns, fmt.Sprintf("%s-%d", prefix, i), 1, "/api/")
+		require.NoError(t, c.client.Create(t.Context(), gw))
+		keys = append(keys, client.ObjectKeyFromObject(gw))
+	}
+	return keys
+}
+
 // converged says how gw, as the API server has it now, differs from what a
 // user expects of a reconciled gateway: status for its generation, a
 // Deployment with its replicas, a ConfigMap and an Ingress with its routes,
