@@ -43,9 +43,9 @@ const (
 //   - the leader, unable to renew, steps down without the API server
 //     (exits "leader election lost", and its pod restarts as a follower);
 //     none of its writes lands after the other replica took over, by the
-//     audit log. What it sent into the silence may still arrive when the
-//     API server speaks again (as after a partition TCP heals): a late
-//     renewal then makes the next leader wait one more lease.
+//     audit log. What it sent into the silence still arrives when the API
+//     server speaks again, as after a partition TCP heals (the test logs
+//     it).
 func TestFlakyAPIServer(t *testing.T) {
 	c := startCluster(t, clusterOptions{audit: writeVerbs})
 	proxy, err := controlplane.StartProxy(strings.TrimPrefix(c.cp.APIServerURL(), "https://"))
