@@ -210,14 +210,12 @@ type Route struct {
 	// path is the request path the route matches, starting with "/". It may
 	// hold letters, digits and - . _ ~ / ! & ( ) * + , = : @ %, but no empty,
 	// "." or ".." segments. Defaults to "/".
-	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Path HTTPPath `json:"path,omitempty"`
 
 	// pathType is how path is matched: Prefix matches the path and every
 	// path below it, Exact matches the path only. Defaults to Prefix.
-	// +kubebuilder:default=Prefix
 	// +optional
 	PathType PathType `json:"pathType,omitempty"`
 
