@@ -197,7 +197,9 @@ type ParentGatewayReference struct {
 	SectionName *string `json:"sectionName,omitempty"`
 }
 
-// Route sends the requests for one host and path to one backend Service.
+// Route sends the requests for one host and path to a backend Service, or
+// shares them among several.
+// +kubebuilder:validation:XValidation:rule="!has(self.rewritePrefix) || !has(self.pathType) || self.pathType == 'Prefix'",message="rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".rewritePrefix"
 type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
@@ -220,9 +222,57 @@ type Route struct {
 	PathType PathType `json:"pathType,omitempty"`
 
 	// backendService is the Service, in the gateway's namespace, that
-	// receives the route's requests.
+	// receives the route's requests, or those additionalBackends leave.
 	// +required
 	BackendService BackendService `json:"backendService"`
+
+	// additionalBackends share the route's requests with backendService:
+	// each receives its weight in percent of them, picked per request, and
+	// backendService receives the rest. Up to 7 Service ports of the
+	// gateway's namespace, each once; the weights add up to at most 100.
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:XValidation:rule="self.map(b, b.weight).sum() <= 100",message="the weights add up to at most 100 (percent): backendService receives the rest"
+	// +kubebuilder:validation:XValidation:rule="self.all(b, self.exists_one(o, o.name == b.name && o.port == b.port))",message="each Service port may be listed once"
+	// +listType=atomic
+	// +optional
+	AdditionalBackends []WeightedBackend `json:"additionalBackends,omitempty"`
+
+	// timeouts bound how long the gateway waits for the backends.
+	// +optional
+	Timeouts *RouteTimeouts `json:"timeouts,omitempty"`
+
+	// rewritePrefix replaces the path the route matched before the
+	// request is forwarded: with path /api and rewritePrefix /, the
+	// backend receives /users/1 for /api/users/1, and / for /api. Prefix
+	// routes only; written as the backend receives it, so without
+	// percent-encoded bytes.
+	// +kubebuilder:validation:XValidation:rule="!self.contains('%')",message="must not hold percent-encoded bytes: the backend receives the prefix as written"
+	// +optional
+	RewritePrefix HTTPPath `json:"rewritePrefix,omitempty"`
+
+	// requestHeaders change the headers of the requests forwarded to the
+	// backends.
+	// +optional
+	RequestHeaders *HeaderModifier `json:"requestHeaders,omitempty"`
+
+	// responseHeaders change the headers of the answers sent back to the
+	// client.
+	// +optional
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+
+	// maxBodySize is the largest request body the route accepts, in
+	// nginx's notation: a number of bytes, or of kilobytes, megabytes or
+	// gigabytes with k, m or g (10m), at most 4 digits; 0 accepts any
+	// size. Larger requests are answered 413. Unset: 1m.
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,3}[kmg]?)$`
+	// +optional
+	MaxBodySize string `json:"maxBodySize,omitempty"`
+
+	// rateLimit limits the requests of each client address on this route;
+	// past it the gateway answers 429.
+	// +optional
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // BackendService names a Service port in the gateway's namespace.

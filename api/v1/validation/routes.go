@@ -73,6 +73,7 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	errs = append(errs, validatePathType(r.PathType, routePathType)...)
 	errs = append(errs, validateBackendName(string(r.BackendService.Name), routeBackendName)...)
 	errs = append(errs, validateBackendPort(r.BackendService.Port, routeBackendPort)...)
+	errs = append(errs, validateTraffic(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
 		for _, e := range errs {
