@@ -15,7 +15,6 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -64,11 +63,12 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 	}
 	audit := map[string]string{AuditRequestVersion: requestVersion(&req)}
 	params := h.defaulter.Operator.Params(nil)
-	ops := defaults.Patch(obj, params)
+	input := obj.patchInput()
+	ops := defaults.Patch(input, params)
 	if slices.ContainsFunc(ops, fillsImage) {
 		// The namespace is read only when its annotation can matter: it
 		// may name the image.
-		namespace, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
+		namespace := obj.Metadata.Namespace
 		if namespace == "" {
 			namespace = req.Namespace
 		}
@@ -78,7 +78,7 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 			return withAudit(denial(nil, err), audit)
 		}
 		params.NamespaceAnnotations = annotations
-		ops = defaults.Patch(obj, params)
+		ops = defaults.WithParams(ops, params)
 		audit[AuditImageSource] = imageFromFlag
 		if params.ImageFromNamespace() {
 			audit[AuditImageSource] = imageFromNamespace
@@ -100,24 +100,39 @@ func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admi
 // fillsImage reports whether op fills in spec.image.
 func fillsImage(op defaults.Op) bool { return op.Name == "image" }
 
-// decodeObject decodes an APIGateway as an AdmissionReview carries it, as
-// JSON: the defaults table reads it so, members the Go type does not know
-// included. It may leave out apiVersion and kind, but may not name another
-// type.
-func decodeObject(raw []byte) (map[string]any, error) {
+// reviewedObject is what the mutating webhook reads of an APIGateway: its
+// type, its namespace and its spec as JSON decodes it (map[string]any),
+// members the Go type does not know included, for the defaults table.
+// Nothing else is decoded: the metadata's other members, and the status,
+// would cost an allocation each and matter to no default.
+type reviewedObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec any `json:"spec"`
+}
+
+// decodeObject decodes an APIGateway as an AdmissionReview carries it. It
+// may leave out apiVersion and kind, but may not name another type.
+func decodeObject(raw []byte) (*reviewedObject, error) {
 	if err := checkObject(raw); err != nil {
 		return nil, err
 	}
-	var obj map[string]any
-	if err := jsonv2.Unmarshal(raw, &obj); err != nil {
+	obj := &reviewedObject{}
+	if err := jsonv2.Unmarshal(raw, obj); err != nil {
 		return nil, fmt.Errorf("decoding the APIGateway: %w", err)
 	}
-	apiVersion, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	if err := checkType(apiVersion, kind); err != nil {
+	if err := checkType(obj.APIVersion, obj.Kind); err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// patchInput is obj as defaults.Patch reads it.
+func (obj *reviewedObject) patchInput() map[string]any {
+	return map[string]any{"spec": obj.Spec}
 }
 
 // validatingHandler serves the validating webhook.

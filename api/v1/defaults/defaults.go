@@ -136,51 +136,72 @@ func Patch(obj map[string]any, p Params) []Op {
 	return ops
 }
 
-// patch appends the operations d makes of spec.
+// patch appends the operations d makes of spec. The JSON pointer of a
+// value is built only for a value that gets an operation: most have none,
+// and the walk then allocates nothing.
 func (d *Default) patch(spec map[string]any, p Params, ops []Op) []Op {
-	var walk func(node any, lists []string, path string)
-	walk = func(node any, lists []string, path string) {
-		if len(lists) > 0 {
+	var indices [4]int // one per list on the way; Table nests two deep
+	var walk func(node any, depth int)
+	walk = func(node any, depth int) {
+		if depth < len(d.Lists) {
 			m, ok := node.(map[string]any)
 			if !ok {
 				return
 			}
-			items, _ := m[lists[0]].([]any)
+			items, _ := m[d.Lists[depth]].([]any)
 			for i, item := range items {
-				walk(item, lists[1:], path+"/"+lists[0]+"/"+strconv.Itoa(i))
+				indices[depth] = i
+				walk(item, depth+1)
 			}
 			return
 		}
-		if d.Field == "" {
-			if op, ok := d.value(node, path, p); ok {
-				ops = append(ops, op)
+		value := node
+		if d.Field != "" {
+			m, ok := node.(map[string]any)
+			if !ok {
+				return
 			}
-			return
+			value = m[d.Field] // nil when missing
 		}
-		m, ok := node.(map[string]any)
-		if !ok {
-			return
-		}
-		value, present := m[d.Field]
-		if !present {
-			value = nil
-		}
-		if op, ok := d.value(value, path+"/"+d.Field, p); ok {
+		if op, ok := d.value(value, p); ok {
+			op.Path = d.pointer(indices[:len(d.Lists)])
 			ops = append(ops, op)
 		}
 	}
-	walk(spec, d.Lists, "/spec")
+	walk(spec, 0)
 	return ops
 }
 
-// value is the operation d makes of the value at path, if any.
-func (d *Default) value(value any, path string, p Params) (Op, bool) {
+// pointer is the JSON pointer of d's value in the list elements at
+// indices.
+func (d *Default) pointer(indices []int) string {
+	var b strings.Builder
+	b.Grow(len("/spec/") + len(d.Field) + 16*len(d.Lists))
+	b.WriteString("/spec")
+	for i, list := range d.Lists {
+		b.WriteByte('/')
+		b.WriteString(list)
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(indices[i]))
+	}
+	if d.Field != "" {
+		b.WriteByte('/')
+		b.WriteString(d.Field)
+	}
+	return b.String()
+}
+
+// value is the operation d makes of value, if any, without its path.
+func (d *Default) value(value any, p Params) (Op, bool) {
 	if d.Canonical != nil {
 		s, ok := value.(string)
-		if !ok || d.Canonical.Go(s) == s {
+		if !ok {
 			return Op{}, false
 		}
-		return Op{Op: "replace", Path: path, Value: d.Canonical.Go(s), Name: d.Name}, true
+		if canonical := d.Canonical.Go(s); canonical != s {
+			return Op{Op: "replace", Value: canonical, Name: d.Name}, true
+		}
+		return Op{}, false
 	}
 	if !unset(value, d.Fill.IsString()) {
 		return Op{}, false
@@ -189,7 +210,7 @@ func (d *Default) value(value any, path string, p Params) (Op, bool) {
 	if !ok {
 		return Op{}, false
 	}
-	return Op{Op: "add", Path: path, Value: fill, Name: d.Name}, true
+	return Op{Op: "add", Value: fill, Name: d.Name}, true
 }
 
 // unset reports whether a field holds nothing: missing or null, or ""
@@ -262,6 +283,38 @@ func (o Operator) Params(namespaceAnnotations map[string]string) Params {
 // the keys the policy reads.
 func (o Operator) PolicyData() map[string]string {
 	return map[string]string{ParamImage: o.Image, ParamReplicas: strconv.Itoa(int(o.Replicas))}
+}
+
+// WithParams returns ops, which Patch made under other parameters, as
+// Patch makes them under p, for a caller that reads a parameter only once
+// it knows an operation needs it (the namespace's annotations, an API
+// call): only operations that fill in a parameter change, and one whose
+// parameter p leaves unset is dropped. No operation appears: p may change
+// what a parameter fills in, not whether a field is unset.
+func WithParams(ops []Op, p Params) []Op {
+	out := ops[:0]
+	for _, op := range ops {
+		if param := paramOf(op.Name); param != nil {
+			value, ok := param.value(p)
+			if !ok {
+				continue
+			}
+			op.Value = value
+		}
+		out = append(out, op)
+	}
+	return out
+}
+
+// paramOf is the Fill of the Table row named name when it fills in a
+// parameter, else nil.
+func paramOf(name string) *Fill {
+	for i := range Table {
+		if d := &Table[i]; d.Name == name && d.Fill != nil && d.Fill.Param != "" {
+			return d.Fill
+		}
+	}
+	return nil
 }
 
 // ImageFromNamespace reports whether p takes its image from the

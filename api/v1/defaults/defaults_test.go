@@ -296,3 +296,27 @@ func TestApplyIsJSONPatch(t *testing.T) {
 		require.Equal(t, want, roundTrip(t, got), "spec %s", spec)
 	}
 }
+
+// TestWithParams: the operations Patch made under the operator's flags,
+// given the namespace's annotations afterwards, are those Patch makes
+// with them, as the mutating webhook uses it (it reads the namespace only
+// when an image is filled in).
+func TestWithParams(t *testing.T) {
+	obj := object(t, `{"routes": [{"host": "A.example.com", "backendService": {"name": "s", "port": 80}}]}`)
+	flags := defaults.Params{Image: "flag:1", Replicas: ptr.To[int32](2)}
+	for name, annotations := range map[string]map[string]string{
+		"no annotation":      nil,
+		"the namespace's":    {v1.DefaultImageAnnotation: " team:2 "},
+		"a blank annotation": {v1.DefaultImageAnnotation: " "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			withNamespace := flags
+			withNamespace.NamespaceAnnotations = annotations
+			assert.Equal(t, defaults.Patch(obj, withNamespace), defaults.WithParams(defaults.Patch(obj, flags), withNamespace))
+		})
+	}
+	t.Run("a parameter unset drops its operation", func(t *testing.T) {
+		assert.Equal(t, defaults.Patch(obj, defaults.Params{Image: "flag:1"}),
+			defaults.WithParams(defaults.Patch(obj, flags), defaults.Params{Image: "flag:1"}))
+	})
+}
