@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -207,6 +208,80 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    "ingressClassName: nginx\n" + oneRoute + httpRouteExposure("{name: public}"),
 			wantErr: []string{"spec.ingressClassName: Invalid value", "ingressClassName selects the class of the gateway's Ingress, which exposure type HTTPRoute does not create"},
 		},
+		// The traffic settings (issue 26).
+		"weights over 100": {
+			spec:    traffic("additionalBackends: [{name: a, port: 80, weight: 60}, {name: b, port: 80, weight: 41}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends: Invalid value", "the weights add up to at most 100 (percent)"},
+		},
+		"a weight of 101": {
+			spec:    traffic("additionalBackends: [{name: a, port: 80, weight: 101}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends[0].weight: Invalid value: 101", "less than or equal to 100"},
+		},
+		"a backend without weight": {
+			spec:    traffic("additionalBackends: [{name: a, port: 80}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends[0].weight: Required value"},
+		},
+		"eight additional backends": {
+			spec: traffic("additionalBackends: [{name: a, port: 1, weight: 1}, {name: a, port: 2, weight: 1}, {name: a, port: 3, weight: 1}, " +
+				"{name: a, port: 4, weight: 1}, {name: a, port: 5, weight: 1}, {name: a, port: 6, weight: 1}, {name: a, port: 7, weight: 1}, {name: a, port: 8, weight: 1}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends: Too many: 8: must have at most 7 items"},
+		},
+		"a backend twice": {
+			spec:    traffic("additionalBackends: [{name: a, port: 80, weight: 1}, {name: a, port: 80, weight: 2}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends: Invalid value", "each Service port may be listed once"},
+		},
+		"a connect timeout of 76 s": {
+			spec:    traffic("timeouts: {connectSeconds: 76}"),
+			wantErr: []string{"spec.routes[0].timeouts.connectSeconds: Invalid value: 76", "less than or equal to 75"},
+		},
+		"a read timeout of 0": {
+			spec:    traffic("timeouts: {readSeconds: 0}"),
+			wantErr: []string{"spec.routes[0].timeouts.readSeconds: Invalid value: 0", "greater than or equal to 1"},
+		},
+		"a rewrite on an Exact route": {
+			spec:    "routes:\n- {host: api.example.com, path: /a, pathType: Exact, rewritePrefix: /b, backendService: {name: svc, port: 80}}\n",
+			wantErr: []string{"spec.routes[0].rewritePrefix: Invalid value", "an Exact route has none"},
+		},
+		"a rewrite with an escape": {
+			spec:    traffic("rewritePrefix: /caf%C3%A9"),
+			wantErr: []string{"spec.routes[0].rewritePrefix: Invalid value", "must not hold percent-encoded bytes"},
+		},
+		"a rewrite breaking out of the configuration": {
+			spec:    traffic(`rewritePrefix: "/a;} server {"`),
+			wantErr: []string{"spec.routes[0].rewritePrefix: Invalid value", "must start with '/' and hold only"},
+		},
+		"a reserved request header": {
+			spec:    traffic("requestHeaders: {set: [{name: X-Forwarded-For, value: 1.2.3.4}]}"),
+			wantErr: []string{"spec.routes[0].requestHeaders.set[0].name: Invalid value", "a header the gateway sets itself or a hop-by-hop header"},
+		},
+		"a header name with a variable": {
+			spec:    traffic(`responseHeaders: {remove: ["X-$host"]}`),
+			wantErr: []string{"spec.routes[0].responseHeaders.remove[0]: Invalid value", "should match"},
+		},
+		"a header value with a quote, a brace and a variable": {
+			spec:    traffic(`requestHeaders: {add: [{name: X-A, value: "a\"; } $host"}]}`),
+			wantErr: []string{"spec.routes[0].requestHeaders.add[0].value: Invalid value", "should match"},
+		},
+		"a header value with a newline": {
+			spec:    traffic(`responseHeaders: {set: [{name: X-A, value: "a\nSet-Cookie: x"}]}`),
+			wantErr: []string{"spec.routes[0].responseHeaders.set[0].value: Invalid value", "should match"},
+		},
+		"a header set twice": {
+			spec:    traffic("requestHeaders: {set: [{name: X-A, value: a}, {name: X-A, value: b}]}"),
+			wantErr: []string{"spec.routes[0].requestHeaders.set[1]: Duplicate value"},
+		},
+		"a body size nginx does not read": {
+			spec:    traffic("maxBodySize: 10MB"),
+			wantErr: []string{"spec.routes[0].maxBodySize: Invalid value", "should match"},
+		},
+		"a rate of 0": {
+			spec:    traffic("rateLimit: {requestsPerSecond: 0}"),
+			wantErr: []string{"spec.routes[0].rateLimit.requestsPerSecond: Invalid value: 0", "greater than or equal to 1"},
+		},
+		"a rate limit without a rate": {
+			spec:    traffic("rateLimit: {burst: 5}"),
+			wantErr: []string{"spec.routes[0].rateLimit.requestsPerSecond: Required value"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -219,6 +294,32 @@ func TestSchemaRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// traffic is one route on api.example.com with settings, a YAML flow
+// mapping's members.
+func traffic(settings string) string {
+	return "routes:\n- {host: api.example.com, path: /api, backendService: {name: svc, port: 80}, " + settings + "}\n"
+}
+
+// TestSchemaAcceptsEveryTrafficSetting: a route using every setting, each
+// at a bound, is stored as written.
+func TestSchemaAcceptsEveryTrafficSetting(t *testing.T) {
+	spec := traffic("additionalBackends: [{name: canary, port: 80, weight: 100}, {name: drained, port: 80, weight: 0}], " +
+		"timeouts: {connectSeconds: 75, readSeconds: 3600}, rewritePrefix: /, " +
+		`requestHeaders: {set: [{name: X-Team, value: "a; b {c} 'd' #e"}], add: [{name: X-Tag, value: ""}], remove: [Cookie]}, ` +
+		"responseHeaders: {set: [{name: Cache-Control, value: no-store}]}, maxBodySize: 9999g, " +
+		"rateLimit: {requestsPerSecond: 10000, burst: 10000}")
+	manifest := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata:\n  name: every-setting\n  namespace: default\nspec:\n" + indent(complete(spec))
+	res := env.Kubectl(t.Context(), strings.NewReader(manifest), "apply", "-f", "-")
+	require.NoError(t, res.Err, res.Stderr)
+	gw := &v1.APIGateway{}
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "every-setting"}, gw))
+	r := gw.Spec.Routes[0]
+	assert.Equal(t, []v1.WeightedBackend{{Name: "canary", Port: 80, Weight: 100}, {Name: "drained", Port: 80, Weight: 0}}, r.AdditionalBackends)
+	assert.Equal(t, v1.HTTPHeaderValue("a; b {c} 'd' #e"), r.RequestHeaders.Set[0].Value)
+	assert.Equal(t, "9999g", r.MaxBodySize)
+	assert.Equal(t, int32(10000), r.RateLimit.Burst)
 }
 
 // A gateway exposed through HTTPRoutes is stored as written: every field
