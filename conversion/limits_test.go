@@ -77,7 +77,8 @@ func TestV1alpha1ListsSurviveTheLargestAdmittedObject(t *testing.T) {
 // TestRestoredDataMeetsTheV1Rules: a write through v1alpha1 is checked
 // against the v1alpha1 schema, which has no tls, ingressClassName or
 // resources, and the conversion annotation brings those back. Admission
-// must hold them to the v1 rules itself.
+// must hold them to the v1 rules itself (conversion restores nothing
+// beyond the v1 schema's size limits: TestDataBeyondTheV1LimitsIsNotRestored).
 func TestRestoredDataMeetsTheV1Rules(t *testing.T) {
 	startWebhooks(t)
 	ctx, ns := t.Context(), newNamespace(t)
@@ -85,11 +86,6 @@ func TestRestoredDataMeetsTheV1Rules(t *testing.T) {
 		spec func(*v1.APIGatewaySpec)
 		want string
 	}{
-		"17 tls entries": {spec: func(s *v1.APIGatewaySpec) {
-			for range 17 {
-				s.TLS = append(s.TLS, v1.GatewayTLS{Hosts: []string{"r.example.com"}, SecretName: "tls"})
-			}
-		}, want: "spec.tls: Too many: 17: must have at most 16 items"},
 		"an ingressClassName that is no name": {spec: func(s *v1.APIGatewaySpec) {
 			s.IngressClassName = ptr.To("Not A Class")
 		}, want: `spec.ingressClassName: Invalid value: "Not A Class"`},
@@ -114,6 +110,51 @@ func TestRestoredDataMeetsTheV1Rules(t *testing.T) {
 			err := env.Client.Create(ctx, alpha)
 			require.True(t, apierrors.IsInvalid(err), "want a refusal, got %v", err)
 			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestDataBeyondTheV1LimitsIsNotRestored: a v1alpha1 write whose
+// conversion annotation holds 2,000 parent Gateways (v1 allows 32; they fit
+// in some 33 KB) or 17 TLS entries (v1 allows 16) is stored with what
+// v1alpha1 says and the annotation kept as written, whether or not
+// admission runs: conversion never restores data no v1 write could store,
+// so the route index and the reconciler never see it.
+func TestDataBeyondTheV1LimitsIsNotRestored(t *testing.T) {
+	startWebhooks(t)
+	ctx, ns := t.Context(), newNamespace(t)
+	tests := map[string]func(*v1.APIGatewaySpec){
+		"2,000 parentRefs": func(s *v1.APIGatewaySpec) {
+			s.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{}}
+			for i := range 2000 {
+				s.Exposure.HTTPRoute.ParentRefs = append(s.Exposure.HTTPRoute.ParentRefs, v1.ParentGatewayReference{Name: fmt.Sprintf("gateway-%d", i)})
+			}
+		},
+		"17 tls entries": func(s *v1.APIGatewaySpec) {
+			for range 17 {
+				s.TLS = append(s.TLS, v1.GatewayTLS{Hosts: []string{"smuggled.example.com"}, SecretName: "tls"})
+			}
+		},
+	}
+	for name, set := range tests {
+		t.Run(name, func(t *testing.T) {
+			hub := &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "smuggled"}, Spec: v1.APIGatewaySpec{
+				Image: "nginx:1.27", Replicas: ptr.To[int32](2),
+				Routes: []v1.Route{hubRoute("smuggled.example.com", "/", v1.PathTypePrefix, "svc", 80)}}}
+			set(&hub.Spec)
+			alpha := &v1alpha1.APIGateway{}
+			require.NoError(t, conversion.V1ToV1alpha1(hub, alpha))
+			written := alpha.Annotations[conversion.DataAnnotation]
+			require.NotEmpty(t, written)
+			require.NoError(t, env.Client.Create(ctx, alpha))
+
+			stored := &v1.APIGateway{}
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(hub), stored))
+			assert.Nil(t, stored.Spec.Exposure, "no parentRefs restored")
+			assert.Empty(t, stored.Spec.TLS, "no tls restored")
+			assert.Equal(t, written, stored.Annotations[conversion.DataAnnotation], "the annotation is kept as written")
+			assert.Equal(t, []v1.Route{hubRoute("smuggled.example.com", "/", v1.PathTypePrefix, "svc", 80)}, stored.Spec.Routes)
+			require.NoError(t, env.Client.Delete(ctx, stored))
 		})
 	}
 }
