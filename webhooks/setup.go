@@ -87,11 +87,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-	}}}}), admissionCopies))
+	}}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Services: services}},
-	}}), admissionCopies))
-	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
+	}}), admissionCopies, inflight.Admission))
+	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -45,16 +46,21 @@ func TestFlagsComplete(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":               {},
-		"tls 1.2":                {args: []string{"--tls-min-version=1.2"}},
-		"tls 1.1 is refused":     {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
-		"replicas 0":             {args: []string{"--default-replicas=0"}},
-		"replicas 101":           {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
-		"negative replicas":      {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
-		"custom default image":   {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
-		"in-flight bound":        {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
-		"in-flight bound zero":   {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
-		"in-flight bound text":   {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"defaults":             {},
+		"tls 1.2":              {args: []string{"--tls-min-version=1.2"}},
+		"tls 1.1 is refused":   {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
+		"replicas 0":           {args: []string{"--default-replicas=0"}},
+		"replicas 101":         {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
+		"negative replicas":    {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
+		"custom default image": {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
+		"in-flight bound":      {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
+		"in-flight bound zero": {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
+		"in-flight bound text": {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"webhook limits":       {args: []string{"--webhook-header-timeout=2s", "--webhook-read-timeout=4s", "--webhook-max-header-bytes=4096", "--webhook-max-connections=64"}},
+		"no connections":       {args: []string{"--webhook-max-connections=0"}, wantErr: "--webhook-max-connections: must be positive"},
+		"no header timeout":    {args: []string{"--webhook-header-timeout=0s"}, wantErr: "--webhook-header-timeout: must be positive"},
+		"read timeout shorter than the header timeout": {args: []string{"--webhook-header-timeout=5s", "--webhook-read-timeout=2s"},
+			wantErr: "--webhook-read-timeout, --webhook-header-timeout: webhook server read timeout 2s: must be at least the header timeout (5s), which it includes"},
 		"another cluster domain": {args: []string{"--cluster-domain=corp.example"}},
 		"cluster domain upper case": {args: []string{"--cluster-domain=Corp.example"},
 			wantErr: `--cluster-domain: want a DNS name such as cluster.local, got "Corp.example": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
@@ -91,8 +97,8 @@ func TestFlagDefaults(t *testing.T) {
 	assert.Equal(t, "corp.example", o.certs.ClusterDomain, "the certificate's Service name")
 }
 
-// TestWebhookServerTLS starts controller-runtime's webhook server with the
-// TLS options the flags produce and checks what a client can negotiate.
+// TestWebhookServerTLS starts the webhook server with the TLS options and
+// limits the flags produce and checks what a client can negotiate.
 func TestWebhookServerTLS(t *testing.T) {
 	tests := map[string]struct {
 		args []string
@@ -147,7 +153,8 @@ func startWebhookServer(t *testing.T, o *options) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()})
+	srv, err := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
@@ -224,9 +231,11 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 	o.webhookPort = l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	srv := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
+	opts, err := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
-	}, auth).WebhookServer
+	}, auth)
+	require.NoError(t, err)
+	srv := opts.WebhookServer
 	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
 		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	}
