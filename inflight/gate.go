@@ -18,53 +18,73 @@ import (
 //
 // A full gate does not refuse the next connection: that one may be the
 // API server's, and an attacker who keeps the gate full would then switch
-// the webhooks off. It closes instead the connection that has waited
-// longest for its peer (Accept, the end of its last response, or the first
-// byte of the request it is sending, whichever came last), unless that
-// connection's request is in its handler. The API server sends a request
-// whole, at once, and its connections wait for it only between requests;
-// a connection that has waited longest is a slow sender or an idle one,
-// and closing an idle keep-alive connection costs its owner a new
-// handshake. Only when every connection is in a handler is the new one
-// refused.
+// the webhooks off. It closes instead a connection of the source address
+// that holds the most, the one of them silent longest (no byte read
+// since), unless its request is in its handler. An attacker in a pod has
+// one address; the API server calls from its own (its host's, a
+// konnectivity agent's or a managed control plane's) and holds a few
+// connections: however fast the attacker connects, and however busy it
+// keeps the server, the connections it pushes out are its own. Within a
+// source, the silent ones go first: the API server sends its request
+// whole, at once, so what goes is a slow sender or an idle keep-alive
+// connection, whose owner pays a new handshake for its next request. Only
+// when every counted connection is in a handler is the new one refused.
 type gate struct {
-	max int
-	now func() time.Time
+	max   int
+	now   func() time.Time
+	epoch time.Time
 
 	mu    sync.Mutex
 	conns map[*gatedConn]struct{} // counted: not trusted, not closed
+	// bySource counts the counted connections of each source address.
+	bySource map[string]int
 	// shed counts the connections the gate closed, refused counts the new
 	// ones it refused.
 	shed, refused atomic.Int64
 }
 
 func newGate(maxConns int) *gate {
-	return &gate{max: maxConns, now: time.Now, conns: make(map[*gatedConn]struct{}, maxConns)}
+	return &gate{max: maxConns, now: time.Now, epoch: time.Now(),
+		conns: make(map[*gatedConn]struct{}, maxConns), bySource: map[string]int{}}
 }
 
 // gatedConn is a connection the gate counts, below TLS.
 type gatedConn struct {
 	net.Conn
-	gate *gate
-	// idle is set between requests: the next byte read starts one.
-	idle atomic.Bool
+	gate   *gate
+	source string // the remote address, without its port
+	// lastRead is when a read last brought bytes (or the connection was
+	// accepted), in nanoseconds since the gate's epoch: without a lock,
+	// since every read sets it.
+	lastRead atomic.Int64
 
 	// Guarded by gate.mu.
-	since   time.Time // when it last began waiting for its peer
-	working int       // its requests in their handlers (HTTP/2 has several)
-	counted bool      // in gate.conns
-	shed    bool      // closed by the gate
+	working int  // its requests in their handlers (HTTP/2 has several)
+	counted bool // in gate.conns
+	shed    bool // closed by the gate
 }
 
-// admit counts c and returns it wrapped, closing the connection that has
-// waited longest when the gate is full; it returns nil, having closed c,
-// when every counted connection is in a handler.
+// sourceOf is the address c comes from, without its port.
+func sourceOf(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// admit counts c and returns it wrapped, closing another connection when
+// the gate is full (see gate); it returns nil, having closed c, when every
+// counted connection is in a handler.
 func (g *gate) admit(c net.Conn) *gatedConn {
-	gc := &gatedConn{Conn: c, gate: g}
+	gc := &gatedConn{Conn: c, gate: g, source: sourceOf(c)}
 	g.mu.Lock()
 	var victim *gatedConn
 	if len(g.conns) >= g.max {
-		if victim = g.longestWaiting(); victim == nil {
+		if victim = g.victim(gc.source); victim == nil {
 			g.mu.Unlock()
 			g.refused.Add(1)
 			_ = c.Close()
@@ -73,8 +93,10 @@ func (g *gate) admit(c net.Conn) *gatedConn {
 		g.forget(victim)
 		victim.shed = true
 	}
-	gc.since, gc.counted = g.now(), true
+	gc.lastRead.Store(g.clock())
+	gc.counted = true
 	g.conns[gc] = struct{}{}
+	g.bySource[gc.source]++
 	g.mu.Unlock()
 	if victim != nil {
 		g.shed.Add(1)
@@ -83,34 +105,51 @@ func (g *gate) admit(c net.Conn) *gatedConn {
 	return gc
 }
 
-// longestWaiting is the counted connection not in a handler that has
-// waited longest, or nil. A scan, under the cap: a heap would cost every
-// request an update to save a few microseconds per new connection at the
-// cap.
-func (g *gate) longestWaiting() *gatedConn {
-	var oldest *gatedConn
+// victim is the connection to close for a new one from source: of the
+// connections not in a handler, one of the source that would hold the
+// most (the new one counted), the one silent longest; nil when every
+// connection is in a handler. A scan, under the cap: keeping them
+// ordered would cost every read a lock, to save a few microseconds per
+// new connection at the cap.
+func (g *gate) victim(source string) *gatedConn {
+	var (
+		best      *gatedConn
+		bestCount int
+		bestRead  int64
+	)
 	for c := range g.conns {
-		if c.working == 0 && (oldest == nil || c.since.Before(oldest.since)) {
-			oldest = c
+		if c.working > 0 {
+			continue
+		}
+		count := g.bySource[c.source]
+		if c.source == source {
+			count++
+		}
+		read := c.lastRead.Load()
+		if best == nil || count > bestCount || count == bestCount && read < bestRead {
+			best, bestCount, bestRead = c, count, read
 		}
 	}
-	return oldest
+	return best
 }
+
+// clock is the gate's time, in nanoseconds since its epoch.
+func (g *gate) clock() int64 { return int64(g.now().Sub(g.epoch)) }
 
 // forget stops counting c; the caller holds g.mu.
 func (g *gate) forget(c *gatedConn) {
 	c.counted = false
 	delete(g.conns, c)
+	if g.bySource[c.source]--; g.bySource[c.source] == 0 {
+		delete(g.bySource, c.source)
+	}
 }
 
-// Read notes the first byte of a request on an idle connection: from then
-// on it waits for the rest of the request, not for a new one.
+// Read notes when bytes came.
 func (c *gatedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.idle.Load() && c.idle.CompareAndSwap(true, false) {
-		c.gate.mu.Lock()
-		c.since = c.gate.now()
-		c.gate.mu.Unlock()
+	if n > 0 {
+		c.lastRead.Store(c.gate.clock())
 	}
 	return n, err
 }
@@ -162,20 +201,6 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, gc)
 	}
 	return ctx
-}
-
-// connState is the http.Server's ConnState: an HTTP/1 connection that
-// finished a response waits for its peer's next request from now on.
-func connState(c net.Conn, state http.ConnState) {
-	if state != http.StateIdle {
-		return
-	}
-	if gc := gatedOf(c); gc != nil {
-		gc.gate.mu.Lock()
-		gc.since = gc.gate.now()
-		gc.gate.mu.Unlock()
-		gc.idle.Store(true)
-	}
 }
 
 // connOf is the gated connection r came on, or nil.
