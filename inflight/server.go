@@ -114,6 +114,7 @@ type Server struct {
 	webhook.Server // Register, WebhookMux, NeedLeaderElection
 	opts           webhook.Options
 	limits         Limits
+	invalid        error // the limits' Validate
 	gate           *gate
 
 	mu      sync.Mutex
@@ -124,22 +125,17 @@ var _ webhook.Server = &Server{}
 
 // NewServer returns the webhook server with opts (as webhook.NewServer
 // takes them; ClientCAName is not supported: see ClientAuth in package
-// certs) and limits.
-func NewServer(opts webhook.Options, limits Limits) (*Server, error) {
-	if err := limits.Validate(); err != nil {
-		return nil, err
-	}
-	if opts.ClientCAName != "" {
-		return nil, errors.New("webhook server: ClientCAName is not supported; client authentication is --webhook-client-ca's")
-	}
+// certs) and limits. Start fails on limits that do not Validate.
+func NewServer(opts webhook.Options, limits Limits) *Server {
 	if opts.WebhookMux == nil {
 		opts.WebhookMux = http.NewServeMux()
 	}
 	if opts.Port == 0 {
 		opts.Port = webhook.DefaultPort
 	}
-	limits = limits.withDefaults()
-	return &Server{Server: webhook.NewServer(opts), opts: opts, limits: limits, gate: newGate(limits.MaxConnections)}, nil
+	d := limits.withDefaults()
+	return &Server{Server: webhook.NewServer(opts), opts: opts, limits: d, invalid: limits.Validate(),
+		gate: newGate(max(d.MaxConnections, 1))}
 }
 
 var serverLog = logf.Log.WithName("webhook-server")
@@ -151,6 +147,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.opts.Port < 0 {
 		serverLog.Info("Webhook server is disabled")
 		return nil
+	}
+	if s.invalid != nil {
+		return s.invalid
+	}
+	if s.opts.ClientCAName != "" {
+		return errors.New("webhook server: ClientCAName is not supported; client authentication is --webhook-client-ca's")
 	}
 	cfg, err := s.tlsConfig(ctx)
 	if err != nil {

@@ -59,8 +59,7 @@ func startServer(t *testing.T, limits Limits, tlsOpts ...func(*tls.Config)) *tes
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
 		c.NextProtos = []string{"http/1.1"}
 	}}, tlsOpts...)
-	srv, err := NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: opts}, limits)
-	require.NoError(t, err)
+	srv := NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: opts}, limits)
 	budget, err := New(MinBytes)
 	require.NoError(t, err)
 	s := &testServer{addr: fmt.Sprintf("127.0.0.1:%d", port), roots: roots, release: make(chan struct{}), budget: budget}

@@ -96,11 +96,7 @@ func run(o *options) error {
 		ctrl.Log.Info("the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes: gateways with exposure type HTTPRoute " +
 			"report GatewayAPIMissing until Gateway API is installed and the operator restarted")
 	}
-	mgrOpts, err := o.managerOptions(scheme, serving.TLSConfig, auth)
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig, auth))
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
 	}

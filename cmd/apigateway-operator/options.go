@@ -181,21 +181,17 @@ func (o *options) clientAuth() (*certs.ClientAuth, error) {
 // managerOptions builds the manager's options from the flags; serving is
 // the certificate provider's TLS hook for the webhook server, and auth,
 // when not nil, its client authentication.
-func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Config), auth *certs.ClientAuth) (ctrl.Options, error) {
+func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Config), auth *certs.ClientAuth) ctrl.Options {
 	tlsOpts := o.tlsOptions()
 	webhookTLS := append(slices.Clone(tlsOpts), serving)
 	if auth != nil {
 		webhookTLS = append(webhookTLS, auth.TLSConfig)
 	}
-	var webhookServer webhook.Server
-	webhookServer, err := inflight.NewServer(webhook.Options{
+	var webhookServer webhook.Server = inflight.NewServer(webhook.Options{
 		Port:    o.webhookPort,
 		CertDir: o.certDir,
 		TLSOpts: webhookTLS,
 	}, o.webhookLimits)
-	if err != nil {
-		return ctrl.Options{}, err
-	}
 	if auth != nil {
 		webhookServer = auth.Server(webhookServer)
 	}
@@ -216,5 +212,5 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 		// The next leader can start at once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &o.shutdownGrace,
-	}, nil
+	}
 }

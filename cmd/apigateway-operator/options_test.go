@@ -153,8 +153,7 @@ func startWebhookServer(t *testing.T, o *options) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	srv, err := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
-	require.NoError(t, err)
+	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
@@ -231,11 +230,9 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 	o.webhookPort = l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	opts, err := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
+	srv := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
-	}, auth)
-	require.NoError(t, err)
-	srv := opts.WebhookServer
+	}, auth).WebhookServer
 	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
 		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	}
