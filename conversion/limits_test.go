@@ -1,9 +1,11 @@
 package conversion_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,12 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/conversion"
+	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/webhooks"
 )
 
 // longExactGateway has 100 Exact routes on host whose 1,001-byte paths are half
@@ -156,5 +162,53 @@ func TestDataBeyondTheV1LimitsIsNotRestored(t *testing.T) {
 			assert.Equal(t, []v1.Route{hubRoute("smuggled.example.com", "/", v1.PathTypePrefix, "svc", 80)}, stored.Spec.Routes)
 			require.NoError(t, env.Client.Delete(ctx, stored))
 		})
+	}
+}
+
+// TestLimitsPolicyHoldsWithoutTheWebhook: with the admission webhooks
+// skipped (their paths answer 404 and they fail open, as in an outage or
+// a flood), the limits policy of manifests/policy still refuses a v1
+// object whose v1alpha1 form would break v1alpha1 reads, and admits the
+// largest one within its bound, beside which a v1alpha1 LIST works.
+func TestLimitsPolicyHoldsWithoutTheWebhook(t *testing.T) {
+	ctx, ns := t.Context(), newNamespace(t)
+	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
+	require.NoError(t, err)
+	mgr.GetWebhookServer().Register(webhooks.ConvertPath, conversion.NewWebhookHandler())
+	env.StartManager(t, mgr)
+	installLimitsPolicy(t)
+
+	base := longExactGateway(ns, "probe", "aaaa.example.com", 1)
+	// The own annotation that brings the policy's bound to the limit.
+	room := conversion.MaxV1alpha1AnnotationBytes - conversion.LimitsPolicyBound(t, base) + 1
+	largest := longExactGateway(ns, "largest", "aaaa.example.com", room)
+	require.Equal(t, conversion.MaxV1alpha1AnnotationBytes, conversion.LimitsPolicyBound(t, largest))
+	over := longExactGateway(ns, "over", "bbbb.example.com", room+1)
+
+	// Until the API server applies the policy, it admits everything.
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return env.Client.Create(ctx, over.DeepCopy(), client.DryRunAll) != nil, nil
+	}))
+	err = env.Client.Create(ctx, over)
+	require.True(t, apierrors.IsInvalid(err), "one byte more must be refused: %v", err)
+	assert.Contains(t, err.Error(), "ValidatingAdmissionPolicy 'apigateway-operator-limits'")
+	assert.Contains(t, err.Error(), "too large to be read through v1alpha1")
+
+	require.NoError(t, env.Client.Create(ctx, largest), "the largest object the policy admits")
+	require.NoError(t, env.Client.Create(ctx, alphaGateway(ns, "small", "small.example.com")))
+	alphas := &v1alpha1.APIGatewayList{}
+	require.NoError(t, env.Client.List(ctx, alphas, client.InNamespace(ns)), "a v1alpha1 LIST beside the largest object")
+	require.Len(t, alphas.Items, 2)
+}
+
+// installLimitsPolicy installs manifests/policy/limits.yaml until the
+// test ends.
+func installLimitsPolicy(t *testing.T) {
+	t.Helper()
+	p, b, err := policy.LimitsPolicy()
+	require.NoError(t, err)
+	for _, obj := range []client.Object{p, b} {
+		require.NoError(t, env.Client.Create(t.Context(), obj))
+		t.Cleanup(func() { require.NoError(t, env.Client.Delete(context.Background(), obj)) })
 	}
 }

@@ -1,6 +1,7 @@
 // Package policy embeds the admission policies that keep the API's
-// defaults (defaults.yaml) and warnings (warnings.yaml) in the API server,
-// so tests use the very YAML the manifests install.
+// defaults (defaults.yaml), warnings (warnings.yaml) and the limits other
+// tenants depend on (limits.yaml) in the API server, so tests use the very
+// YAML the manifests install.
 package policy
 
 import (
@@ -25,6 +26,12 @@ var Defaults []byte
 //go:embed warnings.yaml
 var Warnings []byte
 
+// Limits is limits.yaml: the ValidatingAdmissionPolicy that refuses what
+// would break v1alpha1 reads, and its binding.
+//
+//go:embed limits.yaml
+var Limits []byte
+
 // ParamsName and ParamsNamespace name the ConfigMap the binding reads the
 // operator's default image and replicas from (defaults_params.yaml).
 const (
@@ -47,6 +54,13 @@ func DefaultsPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admiss
 func WarningsPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
 	p, b := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	return p, b, decode(Warnings, "warnings.yaml", p, b)
+}
+
+// LimitsPolicy decodes Limits: the ValidatingAdmissionPolicy and its
+// binding, as the manifests install them.
+func LimitsPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	p, b := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	return p, b, decode(Limits, "limits.yaml", p, b)
 }
 
 // decode reads the YAML documents of data into objs, in order, and checks

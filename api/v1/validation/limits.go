@@ -7,7 +7,8 @@ import (
 )
 
 // WithinSizeLimits reports whether every list and every string of spec is
-// within the length the v1 schema allows it (maxItems, maxLength). The API
+// within the length the v1 schema allows it (maxItems, maxLength), and
+// every route's pathType and the exposure type one of the schema's values. The API
 // server enforces these on every v1 write, but data can reach a v1 object
 // without meeting the v1 schema: a write through v1alpha1 brings the
 // v1-only fields back from the conversion annotation, which the v1alpha1
@@ -24,7 +25,7 @@ func WithinSizeLimits(spec *v1.APIGatewaySpec) bool {
 	for i := range spec.Routes {
 		r := &spec.Routes[i]
 		if len(r.Host) > maxHostLength || len(r.Path) > maxPathLength ||
-			len(r.BackendService.Name) > validation.DNS1035LabelMaxLength {
+			len(r.BackendService.Name) > validation.DNS1035LabelMaxLength || !knownPathType(r.PathType) {
 			return false
 		}
 	}
@@ -41,6 +42,9 @@ func WithinSizeLimits(spec *v1.APIGatewaySpec) bool {
 	if c := spec.IngressClassName; c != nil && len(*c) > maxIngressClassName {
 		return false
 	}
+	if e := spec.Exposure; e != nil && e.Type != v1.ExposureIngress && e.Type != v1.ExposureHTTPRoute {
+		return false
+	}
 	if e := spec.Exposure; e != nil && e.HTTPRoute != nil {
 		for _, p := range e.HTTPRoute.ParentRefs {
 			if !parentRefWithinSizeLimits(&p) {
@@ -55,4 +59,10 @@ func parentRefWithinSizeLimits(p *v1.ParentGatewayReference) bool {
 	return len(p.Name) <= validation.DNS1123SubdomainMaxLength &&
 		(p.Namespace == nil || len(*p.Namespace) <= validation.DNS1123LabelMaxLength) &&
 		(p.SectionName == nil || len(*p.SectionName) <= validation.DNS1123SubdomainMaxLength)
+}
+
+// knownPathType reports whether pt is a pathType the schema admits, or
+// unset (the schema's default).
+func knownPathType(pt v1.PathType) bool {
+	return pt == "" || pt == v1.PathTypePrefix || pt == v1.PathTypeExact
 }

@@ -101,4 +101,13 @@ func TestWithinSizeLimits(t *testing.T) {
 		})
 	}
 	assert.True(t, WithinSizeLimits(&validGateway().Spec))
+
+	for name, set := range map[string]func(*v1.APIGatewaySpec){
+		"a pathType the schema does not know": func(s *v1.APIGatewaySpec) { s.Routes[0].PathType = "Regex" },
+		"an exposure type it does not know":   func(s *v1.APIGatewaySpec) { s.Exposure = &v1.Exposure{Type: "LoadBalancer"} },
+	} {
+		spec := validGateway().Spec
+		set(&spec)
+		assert.False(t, WithinSizeLimits(&spec), name)
+	}
 }
