@@ -3,11 +3,9 @@ package flood
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,18 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
-	"example.com/apigateway-operator/test/controlplane"
 	"example.com/apigateway-operator/test/testenv"
-	"example.com/apigateway-operator/webhooks"
 )
-
-const image = "nginx:1.27"
 
 var (
 	env *testenv.Env
@@ -37,20 +28,14 @@ var (
 	clientCA string
 )
 
-// TestMain starts a control plane whose API server presents a client
-// certificate to admission webhooks (as make run's does and the README
-// tells cluster admins to), with the webhook configurations and the
-// defaults policy the manifests install.
+// TestMain starts a control plane to flood (EnvOptions).
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, testenv.Options{
-		Webhooks: envtest.WebhookInstallOptions{Paths: []string{"../../manifests/webhook"}, IgnoreSchemeConvertible: true},
-		APIServer: func(dir string) (map[string]string, error) {
-			a, err := controlplane.WriteWebhookClientAuth(dir, "*", time.Now())
-			clientCA = a.CA
-			return a.Flags, err
-		},
-		Policies: webhooks.PolicyParamsData(webhooks.Defaults{Image: image, Replicas: 1}),
-	})
+	opts, err := EnvOptions(&clientCA)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testenv.Main(m, &env, opts)
 }
 
 // maxRSS bounds the operator's resident memory, at its highest, through
@@ -78,9 +63,9 @@ func TestFloodDoesNotStarveTheAPIServer(t *testing.T) {
 	ctx := t.Context()
 	op, addr := startOperator(t)
 	ns := newNamespace(t)
-	holder := gateway(ns, "holder", "/held/")
+	holder := Gateway(ns, "holder", "/held/")
 	require.NoError(t, env.Client.Create(ctx, holder))
-	waitWebhooksAnswer(t, ns)
+	require.NoError(t, WaitWebhooksAnswer(ctx, env.Client, ns, "/held/"))
 	before, err := op.MemoryKiB("VmRSS")
 	require.NoError(t, err)
 
@@ -96,12 +81,12 @@ func TestFloodDoesNotStarveTheAPIServer(t *testing.T) {
 
 	for i := range 5 {
 		t0 := time.Now()
-		err := env.Client.Create(ctx, gateway(ns, fmt.Sprintf("conflict-%d", i), "/held/"))
+		err := env.Client.Create(ctx, Gateway(ns, fmt.Sprintf("conflict-%d", i), "/held/"))
 		took := time.Since(t0)
 		require.True(t, apierrors.IsInvalid(err), "create %d, whose route another gateway serves, answered after %v: %v "+
 			"(admitted: the validating webhook was skipped)", i, took, err)
 		assert.Contains(t, err.Error(), "already served by APIGateway "+ns+"/holder")
-		require.NoError(t, env.Client.Create(ctx, gateway(ns, fmt.Sprintf("free-%d", i), fmt.Sprintf("/free-%d/", i))))
+		require.NoError(t, env.Client.Create(ctx, Gateway(ns, fmt.Sprintf("free-%d", i), fmt.Sprintf("/free-%d/", i))))
 
 		got := &v1alpha1.APIGateway{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(holder), got), "a v1alpha1 GET")
@@ -117,10 +102,8 @@ func TestFloodDoesNotStarveTheAPIServer(t *testing.T) {
 	assert.False(t, op.Exited(), "the operator is still running")
 }
 
-// startOperator builds and starts the operator binary, serving the
-// webhooks where the installed configurations point, with client
-// authentication and the memory limit of the manifests, and returns it
-// and its webhook address.
+// startOperator builds and starts the operator binary (StartOperatorFor)
+// and returns it and its webhook address.
 func startOperator(t *testing.T) (*Operator, string) {
 	t.Helper()
 	binary := os.Getenv("FLOOD_OPERATOR")
@@ -131,18 +114,8 @@ func startOperator(t *testing.T) (*Operator, string) {
 		out, err := build.CombinedOutput()
 		require.NoError(t, err, "building the operator:\n%s", out)
 	}
-	w := env.Webhooks
-	probe := freeAddr(t)
-	args := []string{
-		"--kubeconfig=" + env.Kubeconfig,
-		"--cert-mode=files", "--cert-dir=" + w.LocalServingCertDir,
-		"--cert-mutating-webhook-configuration=", "--cert-validating-webhook-configuration=", "--cert-crd=",
-		"--webhook-port=" + strconv.Itoa(w.LocalServingPort), "--webhook-client-ca=" + clientCA,
-		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
-		"--default-gateway-image=" + image, "--policy-params=",
-	}
 	logFile := filepath.Join(t.TempDir(), "operator.log")
-	op, err := StartOperator(t.Context(), binary, args, []string{"GOMEMLIMIT=536870912"}, logFile, "http://"+probe+"/readyz")
+	op, addr, err := StartOperatorFor(t.Context(), env, binary, clientCA, logFile)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		op.Stop()
@@ -151,44 +124,14 @@ func startOperator(t *testing.T) (*Operator, string) {
 			t.Logf("operator log:\n%s", tail(out, 64<<10))
 		}
 	})
-	return op, net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort))
+	return op, addr
 }
 
 func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
-
-// freeAddr is a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitWebhooksAnswer waits until the API server calls the validating
-// webhook: a dry-run create of a route another gateway serves is refused.
-func waitWebhooksAnswer(t *testing.T, ns string) {
-	t.Helper()
-	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := env.Client.Create(ctx, gateway(ns, "probe", "/held/"), client.DryRunAll)
-		return apierrors.IsInvalid(err), nil
-	}))
-}
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "flood-"}}
 	require.NoError(t, env.Client.Create(t.Context(), ns))
 	return ns.Name
-}
-
-// gateway is a complete gateway with one route on api.example.com.
-func gateway(ns, name, path string) *v1.APIGateway {
-	return &v1.APIGateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.APIGatewaySpec{Image: image, Replicas: ptr.To[int32](2), Routes: []v1.Route{{
-			Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix,
-			BackendService: v1.BackendService{Name: "svc", Port: 80},
-		}}},
-	}
 }
