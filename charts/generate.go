@@ -81,7 +81,9 @@ var clientAuthLists = []struct {
 	{"__CLIENT_AUTH_MOUNTS__", managerList("volumeMounts")},
 	{"__CLIENT_AUTH_VOLUMES__", func(d *unstructured.Unstructured) ([]any, func([]any) error, error) {
 		l, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
-		return l, func(v []any) error { return unstructured.SetNestedSlice(d.Object, v, "spec", "template", "spec", "volumes") }, nil
+		return l, func(v []any) error {
+			return unstructured.SetNestedSlice(d.Object, v, "spec", "template", "spec", "volumes")
+		}, nil
 	}},
 }
 
