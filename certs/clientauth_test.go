@@ -19,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/webhookserver"
 )
 
 // issueClientCert issues a client certificate (ExtKeyUsageClientAuth, as
@@ -87,17 +87,7 @@ func startClientAuthServer(t *testing.T, auth *ClientAuth) (addr string, serving
 	for _, path := range []string{mutatePath, validatePath, convertPath} {
 		srv.Register(path, ok)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
 	return fmt.Sprintf("127.0.0.1:%d", port), roots

@@ -295,13 +295,15 @@ func TestInflightSlowBodyHoldsWhatArrived(t *testing.T) {
 	req, err := http.NewRequest(http.MethodPost, s.URL+"/hold", pr)
 	require.NoError(t, err)
 	req.ContentLength = largest
-	slow := make(chan error, 1)
+	slow := make(chan int, 1) // its status, 0 when the connection broke
 	go func() {
 		res, err := s.Client().Do(req)
-		if err == nil {
-			_ = res.Body.Close()
+		if err != nil {
+			slow <- 0
+			return
 		}
-		slow <- err
+		_ = res.Body.Close()
+		slow <- res.StatusCode
 	}()
 	_, err = pw.Write(make([]byte, 1024))
 	require.NoError(t, err)
@@ -314,7 +316,7 @@ func TestInflightSlowBodyHoldsWhatArrived(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "the largest request beside a slow one: %s", body)
 
 	// The server's read deadline (a second here) ends the slow request.
-	<-slow
+	assert.NotEqual(t, http.StatusOK, <-slow)
 	_ = pw.Close()
 	s.waitHolding(t, 0)
 	assert.Empty(t, s.entered, "the slow request never reached the handler")

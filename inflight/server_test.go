@@ -2,18 +2,14 @@ package inflight
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -24,10 +20,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/webhookserver"
 )
 
 // testServer is a Server on 127.0.0.1 with a self-signed certificate,
@@ -73,17 +71,7 @@ func startServer(t *testing.T, limits Limits, tlsOpts ...func(*tls.Config)) *tes
 		case <-r.Context().Done():
 		}
 	}), 1, Admission))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	return s
 }
 
@@ -311,31 +299,16 @@ func heapObjects() uint64 {
 }
 
 // newClientCA returns a new client CA, as a pool, and a client
-// certificate it signed.
+// certificate it signed: the API server's, as the control plane makes it.
 func newClientCA(t *testing.T) (*x509.CertPool, tls.Certificate) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	a, err := controlplane.WriteWebhookClientAuth(t.TempDir(), "*", time.Now())
 	require.NoError(t, err)
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test client CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	caPEM, err := os.ReadFile(a.CA)
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	cert, err := tls.LoadX509KeyPair(a.Cert, a.Key)
+	require.NoError(t, err)
+	return pool, cert
 }

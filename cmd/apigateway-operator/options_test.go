@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,12 +22,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/webhookserver"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -154,17 +153,7 @@ func startWebhookServer(t *testing.T, o *options) string {
 	require.NoError(t, l.Close())
 
 	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
@@ -236,17 +225,7 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
 		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(o.webhookPort))
 }
 

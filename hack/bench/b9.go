@@ -59,7 +59,7 @@ func benchB9(operator string) func(context.Context, *harness) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer op.Stop()
+		defer func() { _ = op.Stop() }()
 		c, err := client.New(fastConfig(env.Config), client.Options{Scheme: env.Scheme})
 		if err != nil {
 			return nil, err

@@ -104,7 +104,7 @@ func Start(ctx context.Context, target Target, plan Plan) (*Attack, error) {
 	small := (total/64 - 32<<10) / 3
 	loop(plan.SmallBodies, func(ctx context.Context, c *tls.Conn) error { return a.body(ctx, c, small) })
 	loop(plan.Headers, a.header)
-	loop(plan.Idle, func(ctx context.Context, c *tls.Conn) error { return waitClosed(ctx, c) })
+	loop(plan.Idle, waitClosed)
 	return a, nil
 }
 

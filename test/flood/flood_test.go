@@ -118,7 +118,7 @@ func startOperator(t *testing.T) (*Operator, string) {
 	op, addr, err := StartOperatorFor(t.Context(), env, binary, clientCA, logFile)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		op.Stop()
+		_ = op.Stop()
 		if t.Failed() {
 			out, _ := os.ReadFile(logFile)
 			t.Logf("operator log:\n%s", tail(out, 64<<10))

@@ -36,7 +36,7 @@ func StartOperator(ctx context.Context, binary string, args, env []string, logFi
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+		return nil, fmt.Errorf("starting %s (make build builds it): %w", binary, err)
 	}
 	o := &Operator{cmd: cmd, Log: logFile, exited: make(chan struct{})}
 	go func() {
@@ -44,7 +44,7 @@ func StartOperator(ctx context.Context, binary string, args, env []string, logFi
 		close(o.exited)
 	}()
 	if err := o.waitReady(ctx, readyURL); err != nil {
-		o.Stop()
+		_ = o.Stop()
 		return nil, err
 	}
 	return o, nil
@@ -81,6 +81,15 @@ func (o *Operator) Ready(ctx context.Context, url string) bool {
 	return res.StatusCode == http.StatusOK
 }
 
+// Pid is the process's id.
+func (o *Operator) Pid() int { return o.cmd.Process.Pid }
+
+// Done is closed once the process has exited.
+func (o *Operator) Done() <-chan struct{} { return o.exited }
+
+// Err is how the process exited, once Done is closed.
+func (o *Operator) Err() error { return o.err }
+
 // Exited reports whether the process has exited.
 func (o *Operator) Exited() bool {
 	select {
@@ -91,9 +100,9 @@ func (o *Operator) Exited() bool {
 	}
 }
 
-// Stop sends SIGTERM, as the kubelet does, and waits (up to 45 s, then
-// kills it) for the process to exit.
-func (o *Operator) Stop() {
+// Stop sends SIGTERM, as the kubelet does, waits (up to 45 s, then kills
+// it) for the process to exit, and returns how it exited.
+func (o *Operator) Stop() error {
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-o.exited:
@@ -101,6 +110,7 @@ func (o *Operator) Stop() {
 		_ = o.cmd.Process.Kill()
 		<-o.exited
 	}
+	return o.err
 }
 
 // MemoryKiB is a field of the process's /proc status in KiB: VmRSS (its
