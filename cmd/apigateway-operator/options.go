@@ -71,7 +71,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.webhookLimits.HeaderTimeout, "webhook-header-timeout", inflight.DefaultHeaderTimeout, "How long a connection to the webhook server may take for its TLS handshake, and then for each request's headers.")
 	fs.DurationVar(&o.webhookLimits.ReadTimeout, "webhook-read-timeout", inflight.DefaultReadTimeout, "How long a webhook request may take to arrive, headers and body; it holds in-flight bytes only for what arrived. At least --webhook-header-timeout.")
 	fs.IntVar(&o.webhookLimits.MaxHeaderBytes, "webhook-max-header-bytes", inflight.DefaultMaxHeaderBytes, "Largest header block of a webhook request (net/http allows 4096 bytes more); larger ones get 431.")
-	fs.IntVar(&o.webhookLimits.MaxConnections, "webhook-max-connections", inflight.DefaultMaxConnections, "Most connections open to the webhook server from callers without a client certificate --webhook-client-ca signed; at the cap a new one closes the one that has waited longest for its peer.")
+	fs.IntVar(&o.webhookLimits.MaxConnections, "webhook-max-connections", inflight.DefaultMaxConnections, "Most connections open to the webhook server from callers without a client certificate --webhook-client-ca signed; at the cap a new one closes one of the source address that holds the most, the one silent longest.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers. Off by default: HTTP/2 rapid reset (CVE-2023-44487).")
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the HTTPS metrics endpoint, which requires an authenticated and authorized client; \"0\" turns it off.")
