@@ -30,6 +30,12 @@ import (
 //
 // The CA file is re-read every reload interval, so a rotated client CA
 // applies to new connections without a restart.
+//
+// The webhook server (package inflight) trusts a connection whose request
+// came with a verified certificate: its connection cap no longer counts it,
+// nor ever closes it, so no flood of connections without one reaches the
+// API server's. Requests refused here (401) are answered before the
+// in-flight budget reads their bodies.
 type ClientAuth struct {
 	file string
 	open []string

@@ -19,8 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/webhookserver"
 )
 
 // issueClientCert issues a client certificate (ExtKeyUsageClientAuth, as
@@ -75,27 +77,17 @@ func startClientAuthServer(t *testing.T, auth *ClientAuth) (addr string, serving
 	ca, leaf := issue(t)
 	serving := tls.Certificate{Certificate: [][]byte{leaf.cert.Raw}, PrivateKey: leaf.key, Leaf: leaf.cert}
 	port := freePort(t)
-	srv := auth.Server(webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){
+	srv := auth.Server(inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){
 		func(c *tls.Config) {
 			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
 		},
 		auth.TLSConfig,
-	}}))
+	}}, inflight.Limits{}))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	for _, path := range []string{mutatePath, validatePath, convertPath} {
 		srv.Register(path, ok)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
 	return fmt.Sprintf("127.0.0.1:%d", port), roots

@@ -26,6 +26,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -141,7 +142,7 @@ func startInstance(t *testing.T, o Options, in instance) *operator {
 		require.NoError(t, err)
 		tlsOpts = append(tlsOpts, auth.TLSConfig)
 	}
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: tlsOpts})
+	var srv webhook.Server = inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: op.port, TLSOpts: tlsOpts}, inflight.Limits{})
 	if auth != nil {
 		srv = auth.Server(srv)
 	}

@@ -114,6 +114,7 @@ var modes = map[string]struct {
 	"self-signed (default values)": {overlays: []string{"default"}},
 	"cert-manager":                 {set: []string{"certificates.mode=certManager"}, overlays: []string{"cert-manager"}},
 	"fail-closed":                  {set: []string{"webhook.failurePolicy=Fail"}, overlays: []string{"fail-closed"}},
+	"client-auth":                  {set: []string{"webhook.clientAuth.enabled=true"}, overlays: []string{"client-auth"}},
 	"prometheusRule":               {set: []string{"metrics.prometheusRule.enabled=true"}, overlays: []string{"default", "monitoring"}},
 }
 
@@ -177,6 +178,29 @@ func TestValues(t *testing.T) {
 			set: []string{"networkPolicy.enabled=false"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				assert.NotContains(t, objs, "NetworkPolicy/"+release+"/apigateway-operator")
+			},
+		},
+		"client authentication with cert-manager": {
+			set: []string{"webhook.clientAuth.enabled=true", "certificates.mode=certManager"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				c := managerOf(t, objs)
+				assert.Contains(t, c["args"], "--webhook-client-ca=/etc/apigateway-operator/client-ca/ca.crt")
+				assert.Contains(t, c["args"], "--cert-mode=cert-manager")
+				volumes, _, _ := unstructured.NestedSlice(objs[deployment].Object, "spec", "template", "spec", "volumes")
+				assert.Contains(t, volumes, map[string]any{"name": "webhook-client-ca",
+					"configMap": map[string]any{"name": "apigateway-operator-webhook-client-ca"}})
+			},
+		},
+		"the webhook port's sources": {
+			set: []string{"networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				np := objs["NetworkPolicy/"+release+"/apigateway-operator"]
+				require.NotNil(t, np)
+				rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+				// What the README's kustomize patch gives (manifests tests
+				// TestNetworkPolicyPatchPointServerDryRun).
+				assert.Equal(t, []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}}, rules[0].(map[string]any)["from"])
+				assert.NotNil(t, rules[0].(map[string]any)["ports"])
 			},
 		},
 		"tracing off by default": {
@@ -264,7 +288,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			out, err := helm(t, "install", "apigateway-operator", chartDir(), "--namespace", release, "--create-namespace",
 				"--set", "webhook.failurePolicy=Fail", "--set", "certificates.mode="+mode)
 			require.NoError(t, err, out)
-			assert.Len(t, ours(t, admissionKinds), 10, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and three ValidatingAdmissionPolicies (warnings, writes, claims), each with its binding")
+			assert.Len(t, ours(t, admissionKinds), 12, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and four ValidatingAdmissionPolicies (warnings, limits, writes, claims), each with its binding")
 			assertUpgradeKeepsInjected(t, mode)
 
 			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)

@@ -49,7 +49,7 @@ var (
 		"__IMAGE__":          `{{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}`,
 		"__FAILURE_POLICY__": "{{ .Values.webhook.failurePolicy }}",
 	}
-	blockActions = map[*regexp.Regexp]func(indent string) string{
+	staticActions = map[*regexp.Regexp]func(indent string) string{
 		regexp.MustCompile(`(?m)^( *)resources: __RESOURCES__$`): func(in string) string {
 			return fmt.Sprintf("%sresources: {{- toYaml .Values.resources | nindent %d }}", in, len(in)+2)
 		},
@@ -60,8 +60,99 @@ var (
 		regexp.MustCompile(`(?m)^( *)helm.sh/resource-policy: __KEEP__$`): func(in string) string {
 			return "{{- if .Values.crds.keep }}\n" + in + "helm.sh/resource-policy: keep\n{{- end }}"
 		},
+		// The webhook rule's sources: when the value names none the list
+		// item starts on its own line ("-", then its ports), which YAML
+		// reads as the same mapping.
+		regexp.MustCompile(`(?m)^( *)- from: __WEBHOOK_FROM__$`): func(in string) string {
+			return fmt.Sprintf("%s-{{- with .Values.networkPolicy.webhookFrom }} from: {{- toYaml . | nindent %d }}{{- end }}", in, len(in)+4)
+		},
 	}
 )
+
+// clientAuthLists are the lists of the manager's pod that
+// manifests/client-auth appends to, each with the placeholder that stands
+// at their end for what it appends, rendered under
+// webhook.clientAuth.enabled.
+var clientAuthLists = []struct {
+	placeholder string
+	path        func(deploy *unstructured.Unstructured) ([]any, func([]any) error, error)
+}{
+	{"__CLIENT_AUTH_ARGS__", managerList("args")},
+	{"__CLIENT_AUTH_MOUNTS__", managerList("volumeMounts")},
+	{"__CLIENT_AUTH_VOLUMES__", func(d *unstructured.Unstructured) ([]any, func([]any) error, error) {
+		l, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+		return l, func(v []any) error {
+			return unstructured.SetNestedSlice(d.Object, v, "spec", "template", "spec", "volumes")
+		}, nil
+	}},
+}
+
+// managerList reads and writes one list field of the manager container.
+func managerList(field string) func(*unstructured.Unstructured) ([]any, func([]any) error, error) {
+	return func(d *unstructured.Unstructured) ([]any, func([]any) error, error) {
+		c, err := manager(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, _ := c[field].([]any)
+		set := func(v []any) error {
+			c[field] = v
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			for i, o := range containers {
+				if o.(map[string]any)["name"] == "manager" {
+					containers[i] = c
+				}
+			}
+			return unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers")
+		}
+		return l, set, nil
+	}
+}
+
+// clientAuthActions reads what manifests/client-auth appends to the
+// manager's pod (and checks it changes nothing else) and returns the block
+// actions that render it under webhook.clientAuth.enabled.
+func clientAuthActions(plain, withAuth []*unstructured.Unstructured) (map[*regexp.Regexp]func(string) string, error) {
+	a, b := find(plain, "Deployment"), find(withAuth, "Deployment")
+	if a == nil || b == nil {
+		return nil, errors.New("no Deployment")
+	}
+	b = b.DeepCopy()
+	actions := map[*regexp.Regexp]func(string) string{}
+	for _, l := range clientAuthLists {
+		base, _, err := l.path(a)
+		if err != nil {
+			return nil, err
+		}
+		more, set, err := l.path(b)
+		if err != nil {
+			return nil, err
+		}
+		if len(more) < len(base) || !reflect.DeepEqual(more[:len(base)], base) {
+			return nil, fmt.Errorf("manifests/client-auth must only append to the manager's lists (%s)", l.placeholder)
+		}
+		added, err := yaml.Marshal(more[len(base):])
+		if err != nil {
+			return nil, err
+		}
+		if err := set(base); err != nil {
+			return nil, err
+		}
+		actions[regexp.MustCompile(`(?m)^( *)- `+l.placeholder+`$`)] = func(in string) string {
+			lines := strings.Split(strings.TrimSuffix(string(added), "\n"), "\n")
+			return "{{- if .Values.webhook.clientAuth.enabled }}\n" + in + strings.Join(lines, "\n"+in) + "\n{{- end }}"
+		}
+	}
+	rest := slices.DeleteFunc(slices.Clone(withAuth), func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
+	others := slices.DeleteFunc(slices.Clone(plain), func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
+	if err := sameBeyondPlaceholders(others, rest); err != nil {
+		return nil, fmt.Errorf("manifests/client-auth must differ from manifests/default only in the Deployment: %w", err)
+	}
+	if !reflect.DeepEqual(a.Object, b.Object) {
+		return nil, errors.New("manifests/client-auth must only append to the manager's args, volumeMounts and volumes")
+	}
+	return actions, nil
+}
 
 // Defaults are the values the overlays ship; values.yaml holds them so that
 // the chart with its default values renders manifests/default.
@@ -76,7 +167,7 @@ type Defaults struct {
 // the chart directory.
 func Files(kustomize Kustomize) (map[string][]byte, error) {
 	overlays := map[string][]*unstructured.Unstructured{}
-	for _, name := range []string{"default", "cert-manager", "fail-closed", "monitoring"} {
+	for _, name := range []string{"default", "cert-manager", "fail-closed", "client-auth", "monitoring"} {
 		data, err := kustomize(name)
 		if err != nil {
 			return nil, fmt.Errorf("kustomize manifests/%s: %w", name, err)
@@ -89,6 +180,11 @@ func Files(kustomize Kustomize) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	actions, err := clientAuthActions(overlays["default"], overlays["client-auth"])
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(actions, staticActions)
 	for _, objs := range overlays {
 		for _, o := range objs {
 			if err := placehold(o); err != nil {
@@ -99,7 +195,7 @@ func Files(kustomize Kustomize) (map[string][]byte, error) {
 	if err := sameBeyondPlaceholders(overlays["default"], overlays["fail-closed"]); err != nil {
 		return nil, fmt.Errorf("manifests/fail-closed must differ from manifests/default only in the validating webhook's failurePolicy: %w", err)
 	}
-	files, err := templates(overlays["default"], overlays["cert-manager"], overlays["monitoring"])
+	files, err := templates(actions, overlays["default"], overlays["cert-manager"], overlays["monitoring"])
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +305,23 @@ func placehold(o *unstructured.Unstructured) error {
 			}
 			m["image"], m["resources"] = "__IMAGE__", "__RESOURCES__"
 			args, _ := m["args"].([]any)
-			m["args"] = append(args, "__OTLP_ENDPOINT__")
+			m["args"] = append(args, "__OTLP_ENDPOINT__", "__CLIENT_AUTH_ARGS__")
+			mounts, _ := m["volumeMounts"].([]any)
+			m["volumeMounts"] = append(mounts, "__CLIENT_AUTH_MOUNTS__")
 		}
-		return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+		if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+			return err
+		}
+		volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+		return unstructured.SetNestedSlice(o.Object, append(volumes, "__CLIENT_AUTH_VOLUMES__"), "spec", "template", "spec", "volumes")
+	case "NetworkPolicy":
+		// Rule 0 is the webhook port's.
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "ingress")
+		if len(rules) == 0 {
+			return errors.New("the NetworkPolicy has no ingress rule")
+		}
+		rules[0].(map[string]any)["from"] = "__WEBHOOK_FROM__"
+		return unstructured.SetNestedSlice(o.Object, rules, "spec", "ingress")
 	case "ValidatingWebhookConfiguration":
 		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 		for _, h := range hooks {
@@ -258,7 +368,7 @@ const (
 // templates renders one file per object: an object both modes ship alike
 // renders always, one they ship differently once per mode, one only a
 // mode ships in that mode.
-func templates(selfSigned, certManager, monitoring []*unstructured.Unstructured) (map[string][]byte, error) {
+func templates(actions map[*regexp.Regexp]func(string) string, selfSigned, certManager, monitoring []*unstructured.Unstructured) (map[string][]byte, error) {
 	inSelf, inCM, inMon := index(selfSigned), index(certManager), index(monitoring)
 	var order []*unstructured.Unstructured
 	seen := map[string]bool{}
@@ -278,17 +388,17 @@ func templates(selfSigned, certManager, monitoring []*unstructured.Unstructured)
 		var err error
 		switch {
 		case a == nil && b == nil: // monitoring
-			body, err = render(inMon[k], "monitoring")
+			body, err = render(actions, inMon[k], "monitoring")
 		case b == nil:
-			body, err = wrap(ifSelfSigned, a, "default")
+			body, err = wrap(actions, ifSelfSigned, a, "default")
 		case a == nil:
-			body, err = wrap(ifCertManager, b, "cert-manager")
+			body, err = wrap(actions, ifCertManager, b, "cert-manager")
 		case reflect.DeepEqual(a.Object, b.Object):
-			body, err = render(a, "default and manifests/cert-manager")
+			body, err = render(actions, a, "default and manifests/cert-manager")
 		default:
 			var sa, sb string
-			if sb, err = render(b, "cert-manager"); err == nil {
-				sa, err = render(a, "default")
+			if sb, err = render(actions, b, "cert-manager"); err == nil {
+				sa, err = render(actions, a, "default")
 			}
 			body = ifCertManager + "\n" + sb + "{{- else }}\n" + sa + "{{- end }}\n"
 		}
@@ -311,8 +421,8 @@ func index(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructu
 	return m
 }
 
-func wrap(cond string, o *unstructured.Unstructured, overlay string) (string, error) {
-	s, err := render(o, overlay)
+func wrap(actions map[*regexp.Regexp]func(string) string, cond string, o *unstructured.Unstructured, overlay string) (string, error) {
+	s, err := render(actions, o, overlay)
 	return cond + "\n" + s + "{{- end }}\n", err
 }
 
@@ -324,7 +434,7 @@ var escaper = strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`)
 
 // render turns one object into template text: YAML with its braces escaped,
 // the overlay's namespace made the release's, and placeholders made actions.
-func render(o *unstructured.Unstructured, overlay string) (string, error) {
+func render(actions map[*regexp.Regexp]func(string) string, o *unstructured.Unstructured, overlay string) (string, error) {
 	data, err := yaml.Marshal(o.Object)
 	if err != nil {
 		return "", err
@@ -334,7 +444,7 @@ func render(o *unstructured.Unstructured, overlay string) (string, error) {
 	for _, p := range slices.Sorted(maps.Keys(scalarActions)) {
 		s = strings.ReplaceAll(s, p, scalarActions[p])
 	}
-	for re, action := range blockActions {
+	for re, action := range actions {
 		s = re.ReplaceAllStringFunc(s, func(line string) string {
 			return action(re.FindStringSubmatch(line)[1])
 		})
@@ -368,12 +478,25 @@ certificates:
 networkPolicy:
   # The NetworkPolicy that admits only the webhook, metrics and probe ports.
   enabled: true
+  # Who may reach the webhook port, as NetworkPolicy peers: your control
+  # plane's addresses, e.g. [{ipBlock: {cidr: 10.0.0.0/24}}]. Empty: any
+  # source (the API server calls from addresses that differ per cluster).
+  webhookFrom: []
 
 webhook:
   # The validating webhook's failurePolicy: {{ .FailurePolicy }} admits writes on the API
   # server's own checks while no replica answers; Fail refuses every
   # APIGateway write then (manifests/fail-closed).
   failurePolicy: {{ .FailurePolicy }}
+  clientAuth:
+    # Answer the admission paths only to a caller with a client
+    # certificate that the CA in the ConfigMap
+    # apigateway-operator-webhook-client-ca (key ca.crt, in the release's
+    # namespace) signed: the kube-apiserver, once its admission
+    # configuration presents one (README, "Security";
+    # manifests/client-auth). Turn it on only then: until the API server
+    # presents the certificate, every admission call gets 401.
+    enabled: false
 
 metrics:
   prometheusRule:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/api/v1alpha1"
 )
 
@@ -29,7 +30,8 @@ import (
 //	{"spec":{"routes":[{"host":"api.example.com","path":"/users/","pathType":"Exact"},{"host":"api.example.com","path":"/products/","pathType":"Prefix"}],"tls":[{"hosts":["api.example.com"],"secretName":"api-tls"}]}}
 //
 // A value that is not exactly what this package would write (hand-written or
-// reformatted JSON, other text) is not ours: it is kept on the object as it
+// reformatted JSON, other text, or data beyond the v1 schema's size limits,
+// which no stored v1 object has) is not ours: it is kept on the object as it
 // is, in both directions, and nothing is restored from it. Conversion must
 // not fail (a failing conversion makes the object unreadable in every
 // version, and breaks lists), and guessing at foreign text could turn a
@@ -158,6 +160,14 @@ func routesArePlain(routes []v1.Route) bool {
 func decodeAnnotation(value string) (payload, bool) {
 	var p payload
 	if err := json.Unmarshal([]byte(value), &p); err != nil {
+		return payload{}, false
+	}
+	if p.Spec != nil && !validation.WithinSizeLimits(p.Spec) {
+		// Never what annotationFor wrote: the API server holds every v1
+		// object to these limits. Restored, such data would meet no
+		// schema on the way in (a write through v1alpha1 is checked
+		// against v1alpha1's), and the route index would make a key per
+		// route and parent Gateway of it.
 		return payload{}, false
 	}
 	spec := p.Spec

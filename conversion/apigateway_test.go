@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -254,6 +256,22 @@ func TestV1alpha1ToV1(t *testing.T) {
 		"upper-case key":            `{"SPEC":{"ingressClassName":"nginx"}}`,
 		"pass-through value nested": `{"annotation":"hello"}`,
 		"trailing data":             tlsOnly + "{}",
+		// What V1ToV1alpha1 writes for objects no v1 write can store: such
+		// data would meet no schema on the way back in.
+		"2,000 parentRefs (v1 allows 32)": beyondLimits(t, func(s *v1.APIGatewaySpec) {
+			s.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{}}
+			for i := range 2000 {
+				s.Exposure.HTTPRoute.ParentRefs = append(s.Exposure.HTTPRoute.ParentRefs, v1.ParentGatewayReference{Name: fmt.Sprintf("g%d", i)})
+			}
+		}),
+		"17 tls entries (v1 allows 16)": beyondLimits(t, func(s *v1.APIGatewaySpec) {
+			for range 17 {
+				s.TLS = append(s.TLS, v1.GatewayTLS{Hosts: []string{"api.example.com"}, SecretName: "tls"})
+			}
+		}),
+		"an ingressClassName of 254 bytes": beyondLimits(t, func(s *v1.APIGatewaySpec) {
+			s.IngressClassName = ptr.To(strings.Repeat("c", 254))
+		}),
 	} {
 		tests["a user's value is kept: "+name] = struct {
 			in       *v1alpha1.APIGateway
@@ -356,4 +374,17 @@ func TestAnnotationIsNotHTMLEscaped(t *testing.T) {
 	V1alpha1ToV1(alpha, back)
 	assert.Equal(t, routes, back.Spec.Routes, "the escaped value must still restore pathType Exact")
 	assert.NotContains(t, back.Annotations, DataAnnotation)
+}
+
+// beyondLimits is the conversion annotation V1ToV1alpha1 writes for a v1
+// object of one route whose spec set changes beyond the v1 schema's size
+// limits.
+func beyondLimits(t *testing.T, set func(*v1.APIGatewaySpec)) string {
+	t.Helper()
+	hub := hubGateway(nil, v1.APIGatewaySpec{Routes: []v1.Route{hubRoute("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080)}})
+	set(&hub.Spec)
+	alpha := &v1alpha1.APIGateway{}
+	require.NoError(t, V1ToV1alpha1(hub, alpha))
+	require.Contains(t, alpha.Annotations, DataAnnotation)
+	return alpha.Annotations[DataAnnotation]
 }

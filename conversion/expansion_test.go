@@ -70,7 +70,7 @@ func serveWithin(t *testing.T, h http.Handler, limit int64, body []byte) (code i
 	t.Helper()
 	budget, err := inflight.New(limit)
 	require.NoError(t, err)
-	wrapped := budget.Wrap(h, HeldPerRequestByte)
+	wrapped := budget.Wrap(h, HeldPerRequestByte, inflight.Open)
 	w := &testenv.DiscardResponse{}
 	grew = testenv.HeapGrowth(10, func(sample func()) {
 		w.OnWrite = sample

@@ -133,12 +133,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, err.Error(), status)
 }
 
-// readBody reads the whole request body, up to limit bytes, and returns the
-// HTTP status for its error.
+// readBody returns the whole request body, up to limit bytes, and the
+// HTTP status for its error: as the webhook server's budget read it
+// (inflight.Body), or, outside the budget, read here.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
 	tooLarge := fmt.Errorf("the ConversionReview is larger than the limit of %d bytes", limit)
 	if r.ContentLength > limit {
 		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	}
+	if body, ok := inflight.Body(r.Context()); ok {
+		if int64(len(body)) > limit {
+			return nil, http.StatusRequestEntityTooLarge, tooLarge
+		}
+		return body, http.StatusOK, nil
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {

@@ -46,10 +46,13 @@ func TestV1alpha1AnnotationBytes(t *testing.T) {
 	}
 }
 
-// TestV1alpha1AnnotationBytesBound holds the cheap bound above the exact
-// size for random objects, annotations in our format and foreign text
+// TestV1alpha1AnnotationBytesBound holds the cheap bound the webhook
+// checks first, and the limits policy's CEL bound (every 2nd object: CEL
+// is slower), above the exact size for random objects with every field v1
+// has, random strings, annotations in our format and foreign text
 // included (fuzz_test.go's filler).
 func TestV1alpha1AnnotationBytesBound(t *testing.T) {
+	p := newLimitsPolicy(t)
 	f := newFiller(rand.NewSource(1))
 	r := rand.New(rand.NewSource(2))
 	for i := range 5000 {
@@ -59,5 +62,9 @@ func TestV1alpha1AnnotationBytesBound(t *testing.T) {
 		exact, err := V1alpha1AnnotationBytes(gw)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, V1alpha1AnnotationBytesBound(gw), exact, "object %d: %+v", i, gw.Spec)
+		if i%2 == 0 {
+			bound, _ := p.boundOf(t, gw)
+			require.GreaterOrEqual(t, bound, int64(exact), "the policy's bound, object %d: %+v %v", i, gw.Spec, gw.Annotations)
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package inflight
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -32,6 +35,13 @@ const (
 	// admission request and the conversion of a single object or a short
 	// list), which are then answered however many large ones wait.
 	reserveShare = 8
+	// Another eighth of the bound is kept for the admission paths, which
+	// with client authentication only the API server reaches: requests
+	// to /convert, which anyone who reaches the port may send, hold at
+	// most seven eighths, large ones six. An eighth holds some 30
+	// admission reviews of the largest gateways (100 routes) at the
+	// manifest's 128 MiB bound, and one at the MinBytes floor.
+	admissionShare = 8
 	// requestOverhead is what any request holds besides its body: the
 	// connection's buffers, the handler's goroutine, decoded headers.
 	requestOverhead = 32 << 10
@@ -70,12 +80,32 @@ func defaultBytes(goMemLimit int64, cgroupMax string) int64 {
 	return max(limit/inflightShare, MinBytes)
 }
 
+// Share is the part of the budget a path's requests may take.
+type Share int
+
+const (
+	// Open paths (the conversion webhook: the API server presents no
+	// client certificate to it, so it cannot require one) may take all
+	// but the admission reserve.
+	Open Share = iota
+	// Admission paths may take all of the budget: what the open path
+	// holds, however it is flooded, never starves them.
+	Admission
+)
+
 // Budget is the bytes the requests in flight may hold together.
+//
+// Two parts of it are kept: an eighth for admission requests (Share
+// Admission) and an eighth for small requests. A request to an open path
+// never holds the admission reserve, and a large request never the small
+// one, so an admission review is answered however many conversions are in
+// flight, and a small request however many large ones.
 type Budget struct {
-	limit   int64 // what all requests may hold together
-	reserve int64 // the part of limit only small requests may take
-	small   int64 // the most a small request holds
-	maxWait time.Duration
+	limit     int64 // what all requests may hold together
+	admission int64 // the part of limit only admission requests may take
+	reserve   int64 // the part of limit only small requests may take
+	small     int64 // the most a small request holds
+	maxWait   time.Duration
 
 	mu   sync.Mutex
 	held int64
@@ -96,41 +126,101 @@ func New(maxBytes int64) (*Budget, error) {
 		return nil, fmt.Errorf("max in-flight bytes %d: must be 0 (the default) or at least %d", limit, MinBytes)
 	}
 	reserve := limit / reserveShare
-	return &Budget{limit: limit, reserve: reserve, small: reserve / reserveShare,
-		maxWait: defaultMaxWait, freed: make(chan struct{})}, nil
+	b := &Budget{limit: limit, admission: limit / admissionShare, reserve: reserve, small: reserve / reserveShare,
+		maxWait: defaultMaxWait, freed: make(chan struct{})}
+	published.budget.Store(b)
+	return b, nil
 }
 
-// maxBody is the largest body a request whose handler holds copies bytes
-// per byte may have: it must fit outside the reserve.
-func (b *Budget) maxBody(copies int64) int64 {
-	return (b.limit - b.reserve - requestOverhead) / copies
+// room is what all requests may hold together when one of share, which
+// holds held bytes, takes weight more.
+func (b *Budget) room(share Share, held, weight int64) int64 {
+	room := b.limit
+	if share != Admission {
+		room -= b.admission
+	}
+	if held+weight > b.small {
+		room -= b.reserve
+	}
+	return room
 }
 
-// Wrap returns next behind the budget, for a handler that holds copies
-// bytes per byte of the request body. The request's context carries its
-// reservation, which next may grow with Charge.
-func (b *Budget) Wrap(next http.Handler, copies int64) http.Handler {
-	maxBody := b.maxBody(copies)
+// largest is the most one request of share may hold.
+func (b *Budget) largest(share Share) int64 { return b.room(share, 0, b.limit) }
+
+// maxBody is the largest body a request of share whose handler holds
+// copies bytes per byte may have: it must fit outside the reserves it may
+// not take, with one copy more for the arrays the body's buffer outgrew
+// while it was read (bufferSizes: at most a third of the body).
+func (b *Budget) maxBody(copies int64, share Share) int64 {
+	return (b.largest(share) - requestOverhead) / (copies + 1)
+}
+
+// Wrap returns next behind the budget, for a path of share whose handler
+// holds copies bytes per byte of the request body.
+//
+// It reads the body itself, before next runs, into one buffer that grows
+// as bytes arrive: the request is charged for each growth before it is
+// made, so a request holds room for what its client sent, never for the
+// Content-Length it declared. (The server's read deadline bounds how long
+// the body may take; see Limits.) Once the body is whole, the request is
+// charged copies-1 more per byte (the buffer is the first copy) and
+// requestOverhead, its connection counts as working, which the connection
+// gate never closes, and next runs with the body in memory (Body). The
+// request's context carries its reservation, which next may grow with
+// Charge; all of it is given back when next returns.
+func (b *Budget) Wrap(next http.Handler, copies int64, share Share) http.Handler {
+	maxBody := b.maxBody(copies, share)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		size := r.ContentLength
-		if size > maxBody {
+		if r.ContentLength > maxBody {
 			http.Error(w, fmt.Sprintf("the request body of %d bytes is larger than the %d bytes the webhook server accepts on %s: "+
 				"all requests in flight together may hold %d bytes, and one to %s holds %d times its body",
-				size, maxBody, r.URL.Path, b.limit, r.URL.Path, copies), http.StatusRequestEntityTooLarge)
+				r.ContentLength, maxBody, r.URL.Path, b.limit, r.URL.Path, copies), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if size < 0 { // unknown (chunked): it may grow to the largest
-			size = maxBody
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		}
-		h := &hold{budget: b, deadline: time.Now().Add(b.wait(r))}
-		if err := h.grow(r.Context(), size*copies+requestOverhead); err != nil {
-			WriteError(w, err)
-			return
-		}
+		h := &hold{budget: b, share: share, deadline: time.Now().Add(b.wait(r))}
 		defer h.releaseAll()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holdKey{}, h)))
+		body, err := h.readBody(r, maxBody)
+		if err == nil {
+			err = h.grow(r.Context(), (copies-1)*int64(len(body))+requestOverhead)
+		}
+		if err != nil {
+			writeBodyError(w, r, err)
+			return
+		}
+		if startWork(r) != nil {
+			return // the connection is closed: nobody to answer
+		}
+		defer endWork(r)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		ctx := context.WithValue(context.WithValue(r.Context(), holdKey{}, h), bodyKey{}, body)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// writeBodyError answers a request whose body could not be read whole.
+func writeBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	switch maxErr := (*http.MaxBytesError)(nil); {
+	case errors.As(err, new(*Error)):
+		WriteError(w, err)
+	case errors.As(err, &maxErr):
+		http.Error(w, fmt.Sprintf("the request body is larger than the %d bytes the webhook server accepts on %s", maxErr.Limit, r.URL.Path),
+			http.StatusRequestEntityTooLarge)
+	default:
+		// A deadline passed, or the client left: the connection is
+		// likely gone, but answer in case it is not.
+		http.Error(w, fmt.Sprintf("reading the request body: %v", err), http.StatusBadRequest)
+	}
+}
+
+type bodyKey struct{}
+
+// Body is the body of the request ctx belongs to, as Wrap read it, and
+// false outside Wrap. It is the one copy: handlers decode it in place.
+func Body(ctx context.Context) ([]byte, bool) {
+	body, ok := ctx.Value(bodyKey{}).([]byte)
+	return body, ok
 }
 
 // wait is how long r may wait for room: maxWait, or half the timeout the
@@ -143,11 +233,11 @@ func (b *Budget) wait(r *http.Request) time.Duration {
 	return min(b.maxWait, timeout/2)
 }
 
-// acquire reserves weight more bytes for a request that holds held
-// already, waiting up to wait for room, and reports whether it did; it
-// gives up at once when ctx ends (the client left).
-func (b *Budget) acquire(ctx context.Context, held, weight int64, wait time.Duration) bool {
-	freed, ok := b.tryAcquire(held, weight)
+// acquire reserves weight more bytes for a request of share that holds
+// held already, waiting up to wait for room, and reports whether it did;
+// it gives up at once when ctx ends (the client left).
+func (b *Budget) acquire(ctx context.Context, share Share, held, weight int64, wait time.Duration) bool {
+	freed, ok := b.tryAcquire(share, held, weight)
 	if ok {
 		return true
 	}
@@ -161,24 +251,19 @@ func (b *Budget) acquire(ctx context.Context, held, weight int64, wait time.Dura
 		case <-ctx.Done():
 			return false
 		}
-		if freed, ok = b.tryAcquire(held, weight); ok {
+		if freed, ok = b.tryAcquire(share, held, weight); ok {
 			return true
 		}
 	}
 }
 
-// tryAcquire reserves weight more bytes for a request that holds held
-// already, if they fit now; if not, it returns the channel closed when
-// bytes are next given back. A request that would hold more than a small
-// one does not fit into the reserve.
-func (b *Budget) tryAcquire(held, weight int64) (<-chan struct{}, bool) {
+// tryAcquire reserves weight more bytes for a request of share that
+// holds held already, if they fit now (see room); if not, it returns the
+// channel closed when bytes are next given back.
+func (b *Budget) tryAcquire(share Share, held, weight int64) (<-chan struct{}, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	room := b.limit
-	if held+weight > b.small {
-		room -= b.reserve
-	}
-	if b.held+weight > room {
+	if b.held+weight > b.room(share, held, weight) {
 		return b.freed, false
 	}
 	b.held += weight

@@ -3,7 +3,6 @@ package inflight
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -52,6 +51,7 @@ func TestNewInflightOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(100<<20), l.limit)
 	assert.Equal(t, int64(100<<20)/8, l.reserve)
+	assert.Equal(t, int64(100<<20)/8, l.admission)
 
 	for _, bad := range []int64{-1, 1, MinBytes - 1} {
 		_, err := New(bad)
@@ -81,10 +81,12 @@ func TestInflightWait(t *testing.T) {
 }
 
 // inflightServer serves, on 127.0.0.1, a handler behind a budget of
-// limit bytes, for requests that hold copies bytes per byte: /hold reads
-// the body and answers once unblock is closed (or the client leaves);
-// anything else reads the body and answers at once. entered receives the
-// body size of every request the budget let through to /hold.
+// MinBytes, for requests to an open path that hold copies bytes per byte,
+// and /admission/ paths behind the same budget with share Admission:
+// /hold (and /admission/hold) reads the body and answers once unblock is
+// closed (or the client leaves); anything else reads the body and
+// answers at once. entered receives the body size of every request the
+// budget let through to a /hold.
 type inflightServer struct {
 	*httptest.Server
 	budget  *Budget
@@ -99,13 +101,13 @@ func newInflightServer(t *testing.T, copies int64, maxWait time.Duration) *infli
 	require.NoError(t, err)
 	budget.maxWait = maxWait
 	s := &inflightServer{budget: budget, copies: copies, entered: make(chan int, 16), unblock: make(chan struct{})}
-	s.Server = httptest.NewServer(budget.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
-		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		if r.URL.Path == "/hold" {
+		if strings.HasSuffix(r.URL.Path, "/hold") {
 			s.entered <- int(n)
 			select {
 			case <-s.unblock:
@@ -114,9 +116,25 @@ func newInflightServer(t *testing.T, copies int64, maxWait time.Duration) *infli
 			}
 		}
 		fmt.Fprintf(w, "read %d bytes", n)
-	}), copies))
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/", budget.Wrap(h, copies, Open))
+	mux.Handle("/admission/", budget.Wrap(h, copies, Admission))
+	s.Server = httptest.NewUnstartedServer(mux)
+	// As the webhook server bounds a request's arrival (Limits).
+	s.Config.ReadTimeout = time.Second
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
+}
+
+// weight is what a request of size bytes, its body read whole, holds.
+func (s *inflightServer) weight(size int64) int64 {
+	var buffers int64
+	for _, b := range bufferSizes(size) {
+		buffers += b
+	}
+	return buffers + (s.copies-1)*size + requestOverhead
 }
 
 // post sends size bytes to path and returns the answer's status, its
@@ -170,25 +188,24 @@ func checkNoLeak(t *testing.T) {
 	}
 }
 
-// TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered fills the
-// budget outside the reserve with one large request: the next large ones
-// wait and get 429 with Retry-After, while small requests keep being
+// TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered fills most of
+// the budget outside the reserves with one large request: the next large
+// ones wait and get 429 with Retry-After, while small requests keep being
 // answered from the reserve; once the first completes the budget is whole
 // again and large requests pass.
 func TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered(t *testing.T) {
 	const copies = 2
 	s := newInflightServer(t, copies, 300*time.Millisecond)
-	largest := int(s.budget.maxBody(copies))
-	weight := func(size int) int64 { return int64(size)*copies + requestOverhead }
+	largest := s.budget.maxBody(copies, Open)
 
 	held := make(chan int, 1)
 	go func() {
-		code, _, _, _ := s.post(context.Background(), "/hold", largest)
+		code, _, _, _ := s.post(context.Background(), "/hold", int(largest))
 		held <- code
 	}()
-	require.Equal(t, largest, <-s.entered)
-	s.waitHolding(t, weight(largest))
-	require.Equal(t, s.budget.limit-s.budget.reserve, weight(largest), "the large request fills all but the reserve")
+	require.Equal(t, int(largest), <-s.entered)
+	s.waitHolding(t, s.weight(largest))
+	require.Greater(t, s.weight(largest)+s.weight(1<<20), s.budget.largest(Open), "no room for another large request")
 
 	var wg sync.WaitGroup
 	refused := make(chan string, 3)
@@ -212,15 +229,97 @@ func TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered(t *testing.T) {
 	for body := range refused {
 		assert.Contains(t, body, fmt.Sprintf("the webhook server is holding all the memory it may for requests in flight (%d bytes): retry later", MinBytes))
 	}
-	s.waitHolding(t, weight(largest))
+	s.waitHolding(t, s.weight(largest))
 
 	close(s.unblock)
 	require.Equal(t, http.StatusOK, <-held)
 	s.waitHolding(t, 0)
-	code, _, body, err := s.post(context.Background(), "/", largest)
+	code, _, body, err := s.post(context.Background(), "/", int(largest))
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, code, body)
 	s.waitHolding(t, 0)
+	checkNoLeak(t)
+}
+
+// TestInflightAdmissionReserve: requests to the open path, however many,
+// never hold the part of the budget kept for admission: with the open
+// share full, open requests get 429 and admission requests of the same
+// size are answered.
+func TestInflightAdmissionReserve(t *testing.T) {
+	const copies = 2
+	s := newInflightServer(t, copies, 200*time.Millisecond)
+	const size = 16 << 10 // a small request, which may take the small reserve
+	w := s.weight(size)
+	require.LessOrEqual(t, w, s.budget.small)
+	var holding []chan int
+	for s.held()+w <= s.budget.room(Open, 0, w) {
+		done := make(chan int, 1)
+		go func() {
+			code, _, _, _ := s.post(context.Background(), "/hold", size)
+			done <- code
+		}()
+		select {
+		case <-s.entered:
+		case code := <-done:
+			t.Fatalf("request %d of the open share: %d", len(holding), code)
+		}
+		holding = append(holding, done)
+	}
+	require.NotEmpty(t, holding)
+	code, _, body, err := s.post(context.Background(), "/", size)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, code, "the open share is full: %s", body)
+	for i := range 3 {
+		code, _, body, err := s.post(context.Background(), "/admission/ok", size)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, code, "admission request %d: %s", i, body)
+	}
+	close(s.unblock)
+	for _, done := range holding {
+		require.Equal(t, http.StatusOK, <-done)
+	}
+	s.waitHolding(t, 0)
+	checkNoLeak(t)
+}
+
+// TestInflightSlowBodyHoldsWhatArrived: a client that declares the
+// largest body and sends a few bytes holds room for those (the first
+// chunk), not for what it declared, until the server's read deadline
+// cuts it off; meanwhile large requests are answered.
+func TestInflightSlowBodyHoldsWhatArrived(t *testing.T) {
+	const copies = 3
+	s := newInflightServer(t, copies, 200*time.Millisecond)
+	largest := s.budget.maxBody(copies, Open)
+
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/hold", pr)
+	require.NoError(t, err)
+	req.ContentLength = largest
+	slow := make(chan int, 1) // its status, 0 when the connection broke
+	go func() {
+		res, err := s.Client().Do(req)
+		if err != nil {
+			slow <- 0
+			return
+		}
+		_ = res.Body.Close()
+		slow <- res.StatusCode
+	}()
+	_, err = pw.Write(make([]byte, 1024))
+	require.NoError(t, err)
+	first := bufferSizes(largest)[0]
+	s.waitHolding(t, first)
+	require.Less(t, first, int64(4*firstChunk))
+
+	code, _, body, err := s.post(context.Background(), "/", int(largest))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code, "the largest request beside a slow one: %s", body)
+
+	// The server's read deadline (a second here) ends the slow request.
+	assert.NotEqual(t, http.StatusOK, <-slow)
+	_ = pw.Close()
+	s.waitHolding(t, 0)
+	assert.Empty(t, s.entered, "the slow request never reached the handler")
 	checkNoLeak(t)
 }
 
@@ -229,7 +328,7 @@ func TestInflightLargeRequestsWaitThen429WhileSmallAreAnswered(t *testing.T) {
 func TestInflightWaiterGetsRoom(t *testing.T) {
 	const copies = 3
 	s := newInflightServer(t, copies, 10*time.Second)
-	largest := int(s.budget.maxBody(copies))
+	largest := int(s.budget.maxBody(copies, Open))
 	first := make(chan int, 1)
 	go func() {
 		code, _, _, _ := s.post(context.Background(), "/hold", largest)
@@ -259,7 +358,7 @@ func TestInflightWaiterGetsRoom(t *testing.T) {
 func TestInflightRefusesOversizedAtOnce(t *testing.T) {
 	const copies = 4
 	s := newInflightServer(t, copies, time.Minute)
-	largest := int(s.budget.maxBody(copies))
+	largest := int(s.budget.maxBody(copies, Open))
 
 	t0 := time.Now()
 	code, _, body, err := s.post(context.Background(), "/hold", largest+1)
@@ -276,12 +375,12 @@ func TestInflightRefusesOversizedAtOnce(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, body)
 }
 
-// TestInflightUnknownLength: a chunked body reserves the largest weight,
-// and one longer than the largest body is cut off there.
+// TestInflightUnknownLength: a chunked body holds room for what arrived,
+// and one longer than the largest body is cut off there with 413.
 func TestInflightUnknownLength(t *testing.T) {
 	const copies = 2
 	s := newInflightServer(t, copies, 200*time.Millisecond)
-	largest := s.budget.maxBody(copies)
+	largest := s.budget.maxBody(copies, Open)
 	chunked := func(ctx context.Context, path string, size int64) (int, error) {
 		// A reader of unknown length makes the client send it chunked.
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, io.MultiReader(bytes.NewReader(make([]byte, size))))
@@ -303,14 +402,14 @@ func TestInflightUnknownLength(t *testing.T) {
 		held <- code
 	}()
 	require.Equal(t, 10, <-s.entered)
-	s.waitHolding(t, largest*copies+requestOverhead)
-	code, _, _, err := s.post(context.Background(), "/", 1<<20)
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusTooManyRequests, code, "a chunked request holds room for the largest body")
+	s.waitHolding(t, bufferSizes(largest)[0]+(copies-1)*10+requestOverhead)
 	close(s.unblock)
 	require.Equal(t, http.StatusOK, <-held)
 	s.waitHolding(t, 0)
 
+	code, err := chunked(context.Background(), "/", largest)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
 	code, err = chunked(context.Background(), "/", largest+1)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
@@ -319,19 +418,18 @@ func TestInflightUnknownLength(t *testing.T) {
 
 // TestInflightClientCancel: a client that leaves while its request is in
 // the handler gives its bytes back at once; one that leaves while its
-// request waits for room never held any (net/http notices a client
-// leaving only once the body is read, so the waiter waits out its time
-// and answers no one), and no goroutine is left behind.
+// request waits for room gives back what it held, and no goroutine is
+// left behind.
 func TestInflightClientCancel(t *testing.T) {
 	const copies = 2
 	s := newInflightServer(t, copies, 500*time.Millisecond)
-	largest := int(s.budget.maxBody(copies))
-	weight := int64(largest)*copies + requestOverhead
+	largest := s.budget.maxBody(copies, Open)
+	weight := s.weight(largest)
 
 	inHandler, leave := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, _, _, err := s.post(inHandler, "/hold", largest)
+		_, _, _, err := s.post(inHandler, "/hold", int(largest))
 		done <- err
 	}()
 	<-s.entered
@@ -340,7 +438,7 @@ func TestInflightClientCancel(t *testing.T) {
 	waiting, leaveWaiting := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
 	go func() {
-		_, _, _, err := s.post(waiting, "/hold", largest)
+		_, _, _, err := s.post(waiting, "/hold", int(largest))
 		waited <- err
 	}()
 	select {
@@ -350,10 +448,37 @@ func TestInflightClientCancel(t *testing.T) {
 	}
 	leaveWaiting()
 	require.ErrorIs(t, <-waited, context.Canceled)
-	assert.Equal(t, weight, s.held(), "the waiter holds nothing")
+	s.waitHolding(t, weight)
 
 	leave()
 	require.ErrorIs(t, <-done, context.Canceled)
 	s.waitHolding(t, 0)
 	checkNoLeak(t)
+}
+
+func TestBufferSizes(t *testing.T) {
+	tests := map[string]struct {
+		limit int64
+		want  []int64
+	}{
+		"empty":                {limit: 0, want: []int64{0}},
+		"smaller than a chunk": {limit: 100, want: []int64{100}},
+		"a chunk":              {limit: firstChunk, want: []int64{firstChunk}},
+		"four chunks":          {limit: 4 * firstChunk, want: []int64{firstChunk, 4 * firstChunk}},
+		"just under four":      {limit: 4*firstChunk - 1, want: []int64{4*firstChunk - 1}},
+		"1 MiB":                {limit: 1 << 20, want: []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20}},
+		"1,000,000 bytes":      {limit: 1e6, want: []int64{62500, 250000, 1e6}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := bufferSizes(tc.limit)
+			assert.Equal(t, tc.want, got)
+			var outgrown int64
+			for i, s := range got[:len(got)-1] {
+				outgrown += s
+				assert.LessOrEqual(t, got[i+1], 4*s, "grows at most fourfold")
+			}
+			assert.LessOrEqual(t, outgrown, tc.limit/3, "the arrays outgrown")
+		})
+	}
 }

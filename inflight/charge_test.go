@@ -54,7 +54,7 @@ func chargingServer(t *testing.T, maxWait time.Duration) (*Budget, *httptest.Ser
 		Refund(r.Context(), refund)
 		now, _ := budget.Holding()
 		_, _ = io.WriteString(w, strconv.FormatInt(now, 10))
-	}), 1))
+	}), 1, Open))
 	t.Cleanup(s.Close)
 	return budget, s
 }
@@ -85,15 +85,15 @@ func TestCharge(t *testing.T) {
 	code, retry, body := get(t, s, "charge="+strconv.Itoa(MinBytes))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
 	assert.Empty(t, retry)
-	assert.Contains(t, body, "more than the 7340032 bytes any request to the webhook server may hold")
+	assert.Contains(t, body, "more than the 6291456 bytes any request to this path of the webhook server may hold")
 
 	// Another request holds all but the reserve and a little: a small
 	// charge still fits, from the reserve; one that makes the request
 	// large does not.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	other := &hold{budget: budget, deadline: time.Now()}
-	require.NoError(t, other.grow(ctx, budget.limit-budget.reserve-requestOverhead-100))
+	other := &hold{budget: budget, share: Open, deadline: time.Now()}
+	require.NoError(t, other.grow(ctx, budget.largest(Open)-requestOverhead-100))
 	code, _, body = get(t, s, "charge=1000")
 	assert.Equal(t, http.StatusOK, code, body)
 	code, retry, body = get(t, s, "charge="+strconv.FormatInt(budget.small, 10))

@@ -72,6 +72,19 @@ func TestDefaultOverlayServerDryRun(t *testing.T) {
 	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects), selfSignedSecret)...)
 }
 
+// TestClientAuthOverlayServerDryRun: the client-auth overlay is the
+// default install whose manager reads the client CA from the ConfigMap
+// the cluster admin creates.
+func TestClientAuthOverlayServerDryRun(t *testing.T) {
+	applyOperatorNamespace(t)
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-k", manifestDir("client-auth"))
+	require.NoError(t, res.Err)
+	assertDryRunOf(t, res.Stdout, append(slices.Clone(defaultObjects), selfSignedSecret)...)
+	deploy := find(t, parseObjects(t, []byte(env.Kubectl(t.Context(), nil, "kustomize", manifestDir("client-auth")).Stdout)), "Deployment", "apigateway-operator")
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	assert.Contains(t, containers[0].(map[string]any)["args"], "--webhook-client-ca=/etc/apigateway-operator/client-ca/ca.crt")
+}
+
 func TestCertManagerOverlayServerDryRun(t *testing.T) {
 	env.InstallCertManagerCRDs(t)
 	applyOperatorNamespace(t)
@@ -137,6 +150,8 @@ var defaultObjects = []string{
 	"validatingwebhookconfiguration.admissionregistration.k8s.io/apigateway-operator-validating-webhook-configuration",
 	"mutatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-defaults",
 	"mutatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-defaults",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-limits",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-limits",
 	"configmap/apigateway-operator-defaults",
 }
 

@@ -39,10 +39,13 @@ type Finder interface {
 }
 
 // IndexFunc is the toolscache.IndexFunc of Name: the object's distinct
-// route keys, none for anything but an APIGateway.
+// route keys, none for anything but an APIGateway, and none for one
+// beyond the v1 schema's size limits (validation.WithinSizeLimits), which
+// could make hundreds of thousands of keys in every replica; admission
+// refuses such a gateway, and the reconciler serves none of its routes.
 func IndexFunc(obj any) ([]string, error) {
 	gw, ok := obj.(*v1.APIGateway)
-	if !ok {
+	if !ok || !validation.WithinSizeLimits(&gw.Spec) {
 		return nil, nil
 	}
 	return validation.RouteKeys(gw), nil

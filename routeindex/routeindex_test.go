@@ -2,6 +2,8 @@ package routeindex
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,4 +76,34 @@ func TestFinder(t *testing.T) {
 	assert.ElementsMatch(t, []string{"team-a/shop", "team-b/shop"}, names("/users"))
 	assert.Equal(t, []string{"team-a/shop"}, names("/cart"))
 	assert.Empty(t, names("/orders"))
+}
+
+// TestIndexFuncSkipsObjectsBeyondTheSchemaLimits: 2,000 parent Gateways
+// (v1 allows 32), restored from a hand-made conversion annotation before
+// conversion refused such data, made 200,000 keys for one gateway of 100
+// routes; such an object gets none.
+func TestIndexFuncSkipsObjectsBeyondTheSchemaLimits(t *testing.T) {
+	gw := gateway("default", "smuggled", nil)
+	for i := range 100 {
+		gw.Spec.Routes = append(gw.Spec.Routes, route(fmt.Sprintf("/r%d/", i)))
+	}
+	gw.Spec.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{}}
+	for i := range 32 {
+		gw.Spec.Exposure.HTTPRoute.ParentRefs = append(gw.Spec.Exposure.HTTPRoute.ParentRefs, v1.ParentGatewayReference{Name: fmt.Sprintf("g%d", i)})
+	}
+	keys, err := IndexFunc(gw)
+	require.NoError(t, err)
+	assert.Len(t, keys, 100*32, "the largest gateway the schema admits")
+
+	for i := 32; i < 2000; i++ {
+		gw.Spec.Exposure.HTTPRoute.ParentRefs = append(gw.Spec.Exposure.HTTPRoute.ParentRefs, v1.ParentGatewayReference{Name: fmt.Sprintf("g%d", i)})
+	}
+	keys, err = IndexFunc(gw)
+	require.NoError(t, err)
+	assert.Empty(t, keys)
+
+	gw.Spec.Exposure.HTTPRoute.ParentRefs = []v1.ParentGatewayReference{{Name: strings.Repeat("g", 254)}}
+	keys, err = IndexFunc(gw)
+	require.NoError(t, err)
+	assert.Empty(t, keys, "a parent name longer than the schema allows")
 }

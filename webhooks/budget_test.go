@@ -56,7 +56,7 @@ func serveAdmission(t *testing.T, h http.Handler, limit int64, body []byte) (cod
 	t.Helper()
 	budget, err := inflight.New(limit)
 	require.NoError(t, err)
-	wrapped := budget.Wrap(chargeDecoded(h), admissionCopies)
+	wrapped := budget.Wrap(chargeDecoded(h), admissionCopies, inflight.Admission)
 	w := &testenv.DiscardResponse{}
 	grew = testenv.HeapGrowth(10, func(sample func()) {
 		w.OnWrite = sample

@@ -97,12 +97,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
 		Operator:       opts.Defaults(),
-	}}}), admissionCopies))
+	}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Policy: opts.Policy,
 			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services}},
-	}}), admissionCopies))
-	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
+	}}), admissionCopies, inflight.Admission))
+	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))
 	return nil
 }
 

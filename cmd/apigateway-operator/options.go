@@ -25,6 +25,7 @@ import (
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/lease"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/tracing"
@@ -43,6 +44,8 @@ type options struct {
 	// webhookMaxInflight is --webhook-max-inflight-bytes as written: a
 	// quantity, or empty for the default derived from the memory limit.
 	webhookMaxInflight string
+	// webhookLimits bound each connection to the webhook server.
+	webhookLimits inflight.Limits
 
 	metricsAddr   string
 	probeAddr     string
@@ -80,6 +83,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.tlsMinVersion, "tls-min-version", "1.3", "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3.")
 	fs.StringVar(&o.webhookClientCA, "webhook-client-ca", "", "PEM file of the CA whose client certificates may call the admission webhooks (re-read every 10s); callers without one get 401. The conversion webhook stays open: the API server presents no client certificate to it. Empty: no client authentication.")
 	fs.StringVar(&o.webhookMaxInflight, "webhook-max-inflight-bytes", "", "Bound on the bytes all webhook requests in flight hold together, as a quantity such as 64Mi; beyond it a request waits briefly, then gets 429 (413 when it could never fit). Empty: a quarter of GOMEMLIMIT, else of the cgroup memory limit, else 64Mi.")
+	fs.DurationVar(&o.webhookLimits.HeaderTimeout, "webhook-header-timeout", inflight.DefaultHeaderTimeout, "How long a connection to the webhook server may take for its TLS handshake, and then for each request's headers.")
+	fs.DurationVar(&o.webhookLimits.ReadTimeout, "webhook-read-timeout", inflight.DefaultReadTimeout, "How long a webhook request may take to arrive, headers and body; it holds in-flight bytes only for what arrived. At least --webhook-header-timeout.")
+	fs.IntVar(&o.webhookLimits.MaxHeaderBytes, "webhook-max-header-bytes", inflight.DefaultMaxHeaderBytes, "Largest header block of a webhook request (net/http allows 4096 bytes more); larger ones get 431.")
+	fs.IntVar(&o.webhookLimits.MaxConnections, "webhook-max-connections", inflight.DefaultMaxConnections, "Most connections open to the webhook server from callers without a client certificate --webhook-client-ca signed; at the cap a new one closes one of the source address that holds the most, the one silent longest.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers. Off by default: HTTP/2 rapid reset (CVE-2023-44487).")
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the HTTPS metrics endpoint, which requires an authenticated and authorized client; \"0\" turns it off.")
@@ -154,7 +161,10 @@ func (o *options) complete() error {
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
 	}
-	return o.checkLeaderElection()
+	if err := o.checkLeaderElection(); err != nil {
+		return err
+	}
+	return o.checkWebhookLimits()
 }
 
 // checkLeaderElection refuses timings client-go's elector would refuse at
@@ -168,6 +178,24 @@ func (o *options) checkLeaderElection() error {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than 1.2 times --leader-elect-retry-period (%s)", o.renewDeadline, o.retryPeriod)
 	case o.leaseDuration <= o.renewDeadline:
 		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)", o.leaseDuration, o.renewDeadline)
+	}
+	return nil
+}
+
+// checkWebhookLimits refuses webhook server limits that are not positive,
+// or a read timeout shorter than the header timeout.
+func (o *options) checkWebhookLimits() error {
+	l := o.webhookLimits
+	for flag, v := range map[string]int64{
+		"--webhook-header-timeout": int64(l.HeaderTimeout), "--webhook-read-timeout": int64(l.ReadTimeout),
+		"--webhook-max-header-bytes": int64(l.MaxHeaderBytes), "--webhook-max-connections": int64(l.MaxConnections),
+	} {
+		if v <= 0 {
+			return fmt.Errorf("%s: must be positive", flag)
+		}
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("--webhook-read-timeout, --webhook-header-timeout: %w", err)
 	}
 	return nil
 }
@@ -265,11 +293,11 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 	if auth != nil {
 		webhookTLS = append(webhookTLS, auth.TLSConfig)
 	}
-	webhookServer := webhook.NewServer(webhook.Options{
+	var webhookServer webhook.Server = inflight.NewServer(webhook.Options{
 		Port:    o.webhookPort,
 		CertDir: o.certDir,
 		TLSOpts: webhookTLS,
-	})
+	}, o.webhookLimits)
 	if auth != nil {
 		webhookServer = auth.Server(webhookServer)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,11 +22,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/webhookserver"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -46,16 +46,21 @@ func TestFlagsComplete(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":               {},
-		"tls 1.2":                {args: []string{"--tls-min-version=1.2"}},
-		"tls 1.1 is refused":     {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
-		"replicas 0":             {args: []string{"--default-replicas=0"}},
-		"replicas 101":           {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
-		"negative replicas":      {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
-		"custom default image":   {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
-		"in-flight bound":        {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
-		"in-flight bound zero":   {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
-		"in-flight bound text":   {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"defaults":             {},
+		"tls 1.2":              {args: []string{"--tls-min-version=1.2"}},
+		"tls 1.1 is refused":   {args: []string{"--tls-min-version=1.1"}, wantErr: `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
+		"replicas 0":           {args: []string{"--default-replicas=0"}},
+		"replicas 101":         {args: []string{"--default-replicas=101"}, wantErr: "--default-replicas: want 0 to 100, got 101"},
+		"negative replicas":    {args: []string{"--default-replicas=-1"}, wantErr: "--default-replicas: want 0 to 100, got -1"},
+		"custom default image": {args: []string{"--default-gateway-image=registry.local/nginx:1.27"}},
+		"in-flight bound":      {args: []string{"--webhook-max-inflight-bytes=64Mi"}},
+		"in-flight bound zero": {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
+		"in-flight bound text": {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
+		"webhook limits":       {args: []string{"--webhook-header-timeout=2s", "--webhook-read-timeout=4s", "--webhook-max-header-bytes=4096", "--webhook-max-connections=64"}},
+		"no connections":       {args: []string{"--webhook-max-connections=0"}, wantErr: "--webhook-max-connections: must be positive"},
+		"no header timeout":    {args: []string{"--webhook-header-timeout=0s"}, wantErr: "--webhook-header-timeout: must be positive"},
+		"read timeout shorter than the header timeout": {args: []string{"--webhook-header-timeout=5s", "--webhook-read-timeout=2s"},
+			wantErr: "--webhook-read-timeout, --webhook-header-timeout: webhook server read timeout 2s: must be at least the header timeout (5s), which it includes"},
 		"another cluster domain": {args: []string{"--cluster-domain=corp.example"}},
 		"short leases":           {args: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}},
 		"renew deadline past the lease": {args: []string{"--leader-elect-renew-deadline=15s"},
@@ -122,8 +127,8 @@ func TestFlagDefaults(t *testing.T) {
 	assert.Equal(t, "corp.example", o.certs.ClusterDomain, "the certificate's Service name")
 }
 
-// TestWebhookServerTLS starts controller-runtime's webhook server with the
-// TLS options the flags produce and checks what a client can negotiate.
+// TestWebhookServerTLS starts the webhook server with the TLS options and
+// limits the flags produce and checks what a client can negotiate.
 func TestWebhookServerTLS(t *testing.T) {
 	tests := map[string]struct {
 		args []string
@@ -178,18 +183,8 @@ func startWebhookServer(t *testing.T, o *options) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
+	webhookserver.Start(t, srv)
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
@@ -261,17 +256,7 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
 		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	started := srv.StartedChecker()
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}))
+	webhookserver.Start(t, srv)
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(o.webhookPort))
 }
 

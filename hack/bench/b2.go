@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"example.com/apigateway-operator/api/v1/defaults"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -117,8 +118,8 @@ func (l b2Load) alternate(ctx context.Context, rounds int, d time.Duration, rate
 	return out, nil
 }
 
-// startAllowAll serves allow-all admission handlers on a second
-// controller-runtime webhook server configured like the operator's.
+// startAllowAll serves allow-all admission handlers on a second webhook
+// server configured like the operator's.
 func startAllowAll(ctx context.Context, h *harness) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -127,8 +128,8 @@ func startAllowAll(ctx context.Context, h *harness) (string, func(), error) {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	w := h.env.Webhooks
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: w.LocalServingCertDir,
-		TLSOpts: []func(*tls.Config){http11}})
+	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: w.LocalServingCertDir,
+		TLSOpts: []func(*tls.Config){http11}}, inflight.Limits{})
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
 	srv.Register(mutatePath, &admission.Webhook{Handler: allow})
 	srv.Register(validatePath, &admission.Webhook{Handler: allow})

@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/test/flood"
 )
 
 const (
@@ -56,7 +54,7 @@ func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
 			return nil, err
 		}
 		if err := h.waitAllReconciled(ctx, "b5", b5Gateways); err != nil {
-			return nil, fmt.Errorf("%w (operator log: %s)", err, proc.log)
+			return nil, fmt.Errorf("%w (operator log: %s)", err, proc.Log)
 		}
 		took := time.Since(t0)
 		cpu := proc.cpu()
@@ -89,15 +87,11 @@ func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
 	}
 }
 
-// operatorProcess is the operator binary running under the bench.
+// operatorProcess is the operator binary running under the bench, with
+// the host:port of its webhook server.
 type operatorProcess struct {
-	cmd *exec.Cmd
-	log string
-	// webhook is the host:port of its webhook server.
+	*flood.Operator
 	webhook string
-	// exited is closed once the process has exited, with err its exit.
-	exited chan struct{}
-	err    error
 }
 
 // startOperator starts the operator with the certificate of the envtest
@@ -115,92 +109,38 @@ func startOperator(ctx context.Context, h *harness, binary string, env ...string
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(binary,
-		"--kubeconfig="+h.env.Kubeconfig,
-		"--cert-mode=files", "--cert-dir="+h.env.Webhooks.LocalServingCertDir,
+	op, err := flood.StartOperator(ctx, binary, []string{
+		"--kubeconfig=" + h.env.Kubeconfig,
+		"--cert-mode=files", "--cert-dir=" + h.env.Webhooks.LocalServingCertDir,
 		"--cert-mutating-webhook-configuration=", "--cert-validating-webhook-configuration=", "--cert-crd=",
-		"--webhook-port="+strconv.Itoa(ports[0]), "--metrics-bind-address=0", "--health-probe-bind-address="+probe,
-		"--leader-elect=false", "--default-gateway-image="+image, "--max-concurrent-reconciles=4")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s (run `make build`): %w", binary, err)
-	}
-	p := &operatorProcess{cmd: cmd, log: logPath, exited: make(chan struct{}),
-		webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(ports[0]))}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := p.waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
-		p.stop()
+		"--webhook-port=" + strconv.Itoa(ports[0]), "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
+		"--leader-elect=false", "--default-gateway-image=" + image, "--max-concurrent-reconciles=4",
+	}, env, logPath, "http://"+probe+"/readyz")
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &operatorProcess{Operator: op, webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(ports[0]))}, nil
 }
 
-func (p *operatorProcess) waitReady(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, fmt.Errorf("the operator exited: %w (log: %s)", p.err, p.log)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = res.Body.Close()
-		return res.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the operator to be ready: %w (log: %s)", err, p.log)
-	}
-	return nil
-}
-
-// stop sends SIGTERM, as the kubelet does, and waits for the process.
+// stop stops the operator, and says so when it did not stop cleanly.
 func (p *operatorProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(45 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	if p.err != nil {
-		logf("the operator did not stop cleanly: %v (log: %s)", p.err, p.log)
+	if err := p.Stop(); err != nil {
+		logf("the operator did not stop cleanly: %v (log: %s)", err, p.Log)
 	}
 }
 
-// status is a field of the process's /proc status (VmRSS, VmHWM).
+// status is a field of the process's /proc status in kB, as text.
 func (p *operatorProcess) status(field string) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	kB, err := p.MemoryKiB(field)
 	if err != nil {
 		return "unknown"
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
+	return mb(kB)
 }
 
 // cpu is the user and system CPU time the process has used so far.
 func (p *operatorProcess) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
 		return 0
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -110,7 +109,7 @@ func (h *harness) growTo(ctx context.Context, proc *operatorProcess, from, to in
 	}
 	reconciled, err := h.waitReconciled(ctx, b6Namespace, to, wait)
 	if err != nil && (!partial || ctx.Err() != nil) {
-		return footprint{}, fmt.Errorf("%w (operator log: %s)", err, proc.log)
+		return footprint{}, fmt.Errorf("%w (operator log: %s)", err, proc.Log)
 	}
 	took := time.Since(t0)
 	rss, err := proc.settledRSS(ctx)
@@ -121,7 +120,7 @@ func (h *harness) growTo(ctx context.Context, proc *operatorProcess, from, to in
 	if err := h.mgr.GetClient().List(ctx, all); err != nil {
 		return footprint{}, err
 	}
-	hwm, err := proc.statusKB("VmHWM")
+	hwm, err := proc.MemoryKiB("VmHWM")
 	return footprint{gateways: len(all.Items), reconciled: reconciled, took: took, rssKB: rss, hwmKB: hwm}, err
 }
 
@@ -193,7 +192,7 @@ func (h *harness) reconciled(ctx context.Context, ns string, count int) (bool, i
 // (the garbage collector and the scavenger return what reconciling left),
 // at most settleCap, and returns it in kB.
 func (p *operatorProcess) settledRSS(ctx context.Context) (int64, error) {
-	lowest, err := p.statusKB("VmRSS")
+	lowest, err := p.MemoryKiB("VmRSS")
 	if err != nil {
 		return 0, err
 	}
@@ -202,11 +201,11 @@ func (p *operatorProcess) settledRSS(ctx context.Context) (int64, error) {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-p.exited:
-			return 0, fmt.Errorf("the operator exited: %w (log: %s)", p.err, p.log)
+		case <-p.Done():
+			return 0, fmt.Errorf("the operator exited: %w (log: %s)", p.Err(), p.Log)
 		case <-time.After(250 * time.Millisecond):
 		}
-		rss, err := p.statusKB("VmRSS")
+		rss, err := p.MemoryKiB("VmRSS")
 		if err != nil {
 			return 0, err
 		}
@@ -215,16 +214,6 @@ func (p *operatorProcess) settledRSS(ctx context.Context) (int64, error) {
 		}
 	}
 	return lowest, nil
-}
-
-// statusKB is a field of the process's /proc status given in kB.
-func (p *operatorProcess) statusKB(field string) (int64, error) {
-	v := p.status(field)
-	n, err := strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
-	if err != nil {
-		return 0, errors.New("reading " + field + " of the operator: " + v)
-	}
-	return n, nil
 }
 
 // mb renders kB (1024 bytes, as /proc counts) as MiB.

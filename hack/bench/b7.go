@@ -169,16 +169,11 @@ func (h *harness) benchB7(ctx context.Context, proc *operatorProcess, mem manife
 	out := h.burst(ctx, proc, bodies)
 	peakKB := out.sampledPeakKB
 	if resetHWM {
-		if hwm, err := proc.statusKB("VmHWM"); err == nil {
+		if hwm, err := proc.MemoryKiB("VmHWM"); err == nil {
 			peakKB = max(peakKB, hwm)
 		}
 	}
-	alive := true
-	select {
-	case <-proc.exited:
-		alive = false
-	default:
-	}
+	alive := !proc.Exited()
 	peak := peakKB << 10
 	listed := fmt.Sprintf("%d gateways in %.1f s", out.listed, out.listTook.Seconds())
 	if out.listErr != nil {
@@ -330,7 +325,7 @@ func (h *harness) burst(ctx context.Context, proc *operatorProcess, bodies b7Pay
 	go func() {
 		peak := int64(0)
 		for {
-			if rss, err := proc.statusKB("VmRSS"); err == nil {
+			if rss, err := proc.MemoryKiB("VmRSS"); err == nil {
 				peak = max(peak, rss)
 			}
 			select {
@@ -436,7 +431,7 @@ func post(ctx context.Context, c *http.Client, url string, body []byte) (int, []
 
 // resetPeak resets the process's VmHWM to its current RSS (Linux 4.0+).
 func (p *operatorProcess) resetPeak() error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Pid()), []byte("5"), 0)
 }
 
 // saveConversion returns a function that puts the CRD's conversion back

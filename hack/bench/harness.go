@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -64,10 +65,10 @@ func newHarness(ctx context.Context, env *testenv.Env) (*harness, error) {
 	}
 	w := env.Webhooks
 	opts := env.ManagerOptions()
-	opts.WebhookServer = webhook.NewServer(webhook.Options{
+	opts.WebhookServer = inflight.NewServer(webhook.Options{
 		Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir,
 		TLSOpts: []func(*tls.Config){http11},
-	})
+	}, inflight.Limits{})
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 // Package policy embeds the admission policies that keep the API's
-// defaults (defaults.yaml) and warnings (warnings.yaml) in the API server,
-// and narrow the operator's own writes (operator.yaml), so tests use the
-// very YAML the manifests install.
+// defaults (defaults.yaml), warnings (warnings.yaml) and the limits other
+// tenants depend on (limits.yaml) in the API server, and narrow the
+// operator's own writes (operator.yaml), so tests use the very YAML the
+// manifests install.
 package policy
 
 import (
@@ -41,6 +42,12 @@ func OperatorPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, [
 	return ps, bs, decode(Operator, "operator.yaml", ps[0], bs[0], ps[1], bs[1])
 }
 
+// Limits is limits.yaml: the ValidatingAdmissionPolicy that refuses what
+// would break v1alpha1 reads, and its binding.
+//
+//go:embed limits.yaml
+var Limits []byte
+
 // ParamsName and ParamsNamespace name the ConfigMap the binding reads the
 // operator's default image and replicas from (defaults_params.yaml).
 const (
@@ -60,6 +67,13 @@ func DefaultsPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admiss
 func WarningsPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
 	p, b := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	return p, b, decode(Warnings, "warnings.yaml", p, b)
+}
+
+// LimitsPolicy decodes Limits: the ValidatingAdmissionPolicy and its
+// binding, as the manifests install them.
+func LimitsPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	p, b := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	return p, b, decode(Limits, "limits.yaml", p, b)
 }
 
 // decode reads the YAML documents of data into objs, in order, and checks

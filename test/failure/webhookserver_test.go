@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -53,11 +54,11 @@ func startWebhookServer(t *testing.T, extra func(webhook.Server)) *webhookServer
 	t.Cleanup(func() { _ = serving.Cleanup() })
 
 	opts := env.ManagerOptions()
-	opts.WebhookServer = webhook.NewServer(webhook.Options{
+	opts.WebhookServer = inflight.NewServer(webhook.Options{
 		Host: serving.LocalServingHost, Port: serving.LocalServingPort, CertDir: serving.LocalServingCertDir,
 		// As main serves it by default: HTTP/1.1 only.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-	})
+	}, inflight.Limits{})
 	mgr, err := ctrl.NewManager(env.Config, opts)
 	require.NoError(t, err)
 	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 1}))

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"example.com/apigateway-operator/inflight"
 )
 
 // ManagerOptions are the options of a manager under test: the env's scheme,
@@ -28,11 +30,12 @@ func (e *Env) ManagerOptions() manager.Options {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
 	if w := e.Webhooks; w != nil {
-		opts.WebhookServer = webhook.NewServer(webhook.Options{
+		// The operator's webhook server, with its default limits.
+		opts.WebhookServer = inflight.NewServer(webhook.Options{
 			Host:    w.LocalServingHost,
 			Port:    w.LocalServingPort,
 			CertDir: w.LocalServingCertDir,
-		})
+		}, inflight.Limits{})
 	}
 	return opts
 }

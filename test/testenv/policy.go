@@ -20,9 +20,9 @@ import (
 
 // installPolicies installs the manifests' admission policies: the defaults
 // policy and its binding, with the parameter ConfigMap in its namespace
-// holding data, and the warnings policy; it waits until the API server
-// applies both: its policy plugins learn the CRD's schema asynchronously
-// and answer 503 meanwhile.
+// holding data, the warnings policy and the limits policy; it waits until
+// the API server applies the first two: its policy plugins learn the
+// CRD's schema asynchronously and answer 503 meanwhile.
 func (e *Env) installPolicies(ctx context.Context, data map[string]string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policy.ParamsNamespace}}
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -40,7 +40,11 @@ func (e *Env) installPolicies(ctx context.Context, data map[string]string) error
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{mutating, mutatingBinding, validating, validatingBinding} {
+	limits, limitsBinding, err := policy.LimitsPolicy()
+	if err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{mutating, mutatingBinding, validating, validatingBinding, limits, limitsBinding} {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("installing %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}

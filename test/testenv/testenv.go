@@ -59,10 +59,10 @@ type Options struct {
 	// "admission-control-config-file").
 	APIServer func(dir string) (flags map[string]string, err error)
 	// Policies, when not nil, installs the admission policies of
-	// manifests/policy as the manifests do (the defaults and the warnings),
-	// with this data in the defaults policy's parameter ConfigMap (keys
-	// defaults.ParamImage and defaults.ParamReplicas; empty as shipped), and
-	// waits until the API server applies them.
+	// manifests/policy as the manifests do (the defaults, the warnings and
+	// the limits), with this data in the defaults policy's parameter
+	// ConfigMap (keys defaults.ParamImage and defaults.ParamReplicas; empty
+	// as shipped), and waits until the API server applies them.
 	Policies map[string]string
 	// GatewayAPI installs Gateway API's standard CRDs (GatewayClass,
 	// Gateway, HTTPRoute) from the sigs.k8s.io/gateway-api module the
