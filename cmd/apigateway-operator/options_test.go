@@ -27,8 +27,8 @@ import (
 
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/inflight"
-	"example.com/apigateway-operator/test/webhookserver"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/test/webhookserver"
 	"example.com/apigateway-operator/webhooks"
 )
 

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,8 +48,10 @@ func schemaLimit(t *testing.T, s *apiextensionsv1.JSONSchemaProps, path string) 
 		return int(*s.MaxItems)
 	case s.MaxLength != nil:
 		return int(*s.MaxLength)
+	case s.Maximum != nil:
+		return int(*s.Maximum)
 	}
-	t.Fatalf("the schema sets no maxItems or maxLength at %s", path)
+	t.Fatalf("the schema sets no maxItems, maxLength or maximum at %s", path)
 	return 0
 }
 
@@ -64,8 +67,10 @@ func TestWithinSizeLimits(t *testing.T) {
 		return s.Exposure.HTTPRoute
 	}
 	tests := map[string]func(s *v1.APIGatewaySpec, n int){
-		"spec.image":          func(s *v1.APIGatewaySpec, n int) { s.Image = v1.Image(str(n)) },
-		"spec.routes":         func(s *v1.APIGatewaySpec, n int) { s.Routes = make([]v1.Route, n) },
+		"spec.image": func(s *v1.APIGatewaySpec, n int) { s.Image = v1.Image(str(n)) },
+		"spec.routes": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes = slices.Repeat(s.Routes[:1], n)
+		},
 		"spec.routes.[].host": func(s *v1.APIGatewaySpec, n int) { s.Routes[0].Host = v1.Hostname(str(n)) },
 		"spec.routes.[].path": func(s *v1.APIGatewaySpec, n int) { s.Routes[0].Path = v1.HTTPPath("/" + str(n-1)) },
 		"spec.routes.[].backendService.name": func(s *v1.APIGatewaySpec, n int) {
@@ -88,6 +93,34 @@ func TestWithinSizeLimits(t *testing.T) {
 		"spec.exposure.httpRoute.parentRefs.[].sectionName": func(s *v1.APIGatewaySpec, n int) {
 			parents(s).ParentRefs[0].SectionName = ptr.To(str(n))
 		},
+		"spec.delegations": func(s *v1.APIGatewaySpec, n int) { s.Delegations = make([]v1.HostDelegation, n) },
+		"spec.delegations.[].pathPrefixes": func(s *v1.APIGatewaySpec, n int) {
+			s.Delegations = []v1.HostDelegation{{PathPrefixes: make([]v1.HTTPPath, n)}}
+		},
+		"spec.delegations.[].namespace": func(s *v1.APIGatewaySpec, n int) {
+			s.Delegations = []v1.HostDelegation{{Namespace: str(n)}}
+		},
+		"spec.routes.[].additionalBackends": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].AdditionalBackends = make([]v1.WeightedBackend, n)
+			for i := range n {
+				s.Routes[0].AdditionalBackends[i] = v1.WeightedBackend{Name: "b", Port: 80}
+			}
+		},
+		"spec.routes.[].additionalBackends.[].weight": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].AdditionalBackends = []v1.WeightedBackend{{Name: "b", Port: 80, Weight: int32(n)}}
+		},
+		"spec.routes.[].timeouts.readSeconds": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].Timeouts = &v1.RouteTimeouts{ReadSeconds: ptr.To(int32(n))}
+		},
+		"spec.routes.[].requestHeaders.set": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].RequestHeaders = &v1.HeaderModifier{Set: make([]v1.HTTPHeader, n)}
+		},
+		"spec.routes.[].responseHeaders.add.[].value": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].ResponseHeaders = &v1.HeaderModifier{Add: []v1.HTTPHeader{{Name: "x", Value: v1.HTTPHeaderValue(str(n))}}}
+		},
+		"spec.routes.[].rateLimit.requestsPerSecond": func(s *v1.APIGatewaySpec, n int) {
+			s.Routes[0].RateLimit = &v1.RateLimit{RequestsPerSecond: int32(n)}
+		},
 	}
 	for path, set := range tests {
 		t.Run(path, func(t *testing.T) {
@@ -109,5 +142,17 @@ func TestWithinSizeLimits(t *testing.T) {
 		spec := validGateway().Spec
 		set(&spec)
 		assert.False(t, WithinSizeLimits(&spec), name)
+	}
+}
+
+// BenchmarkWithinSizeLimits is the route index's cost per event for a
+// 100-route gateway.
+func BenchmarkWithinSizeLimits(b *testing.B) {
+	spec := validGateway().Spec
+	spec.Routes = slices.Repeat(spec.Routes[:1], 100)
+	for b.Loop() {
+		if !WithinSizeLimits(&spec) {
+			b.Fatal("a valid spec is past the limits")
+		}
 	}
 }
