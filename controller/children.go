@@ -20,10 +20,16 @@ type ChildOptions struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// ReloaderImage is the operator's image, whose binary runs nginx in
+	// the gateway pods (package reloader).
+	ReloaderImage string
 }
 
 // Desired are the children the operator applies for one gateway.
 type Desired struct {
+	// ConfigHash identifies the configuration in ConfigMap (configHash);
+	// empty when there is none.
+	ConfigHash string
 	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
@@ -65,11 +71,12 @@ func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	if err != nil {
 		return d, err
 	}
+	d.ConfigHash = configHash(config)
 	d.ConfigMap = desiredConfigMap(gw, config)
 	d.Deployment = desiredDeployment(gw, deploymentParams{
-		Image:          opts.DefaultImage,
-		ConfigHash:     configHash(config),
-		LocalResolvers: len(opts.Resolvers) == 0,
+		Image:         opts.DefaultImage,
+		ConfigHash:    d.ConfigHash,
+		ReloaderImage: opts.ReloaderImage,
 	})
 	return d, nil
 }

@@ -97,6 +97,11 @@ type APIGatewayStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// liveReplicas is the number of ready gateway pods that serve the
+	// current configuration.
+	// +optional
+	LiveReplicas int32 `json:"liveReplicas,omitempty"`
+
 	// selector is the label selector of the gateway pods, in string form, for
 	// the scale subresource.
 	// +optional

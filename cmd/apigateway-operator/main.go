@@ -117,6 +117,9 @@ func run(o *options) error {
 			return err
 		}
 	}
+	if o.controller.ReloaderImage, err = reloaderImage(context.Background(), mgr.GetAPIReader(), o.reloaderImage, os.Getenv); err != nil {
+		return err
+	}
 	if err := controller.SetupWithManager(mgr, o.controller); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

@@ -48,6 +48,7 @@ type options struct {
 	clusterDomain   string
 	policyParams    string
 	otlpEndpoint    string
+	reloaderImage   string
 	policyParamsKey types.NamespacedName // from policyParams; zero when empty
 	webhooks        webhooks.Options
 	certs           certs.Options
@@ -77,6 +78,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
+	fs.StringVar(&o.reloaderImage, "reloader-image", "", "Image whose binary the gateway pods run as the reloader of their nginx (an init container copies it). Empty: the operator's own image, read from its Pod (POD_NAMESPACE, POD_NAME); outside a pod, "+fallbackReloaderImage+".")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 

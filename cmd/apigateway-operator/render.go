@@ -35,6 +35,7 @@ type renderOptions struct {
 	judge         validateOptions
 	output        string
 	clusterDomain string
+	reloaderImage string
 }
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -49,6 +50,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.judge.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.judge.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
+	fs.StringVar(&o.reloaderImage, "reloader-image", fallbackReloaderImage, "The operator's image (its --reloader-image): the gateway pods' init container copies the reloader from it.")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -67,7 +69,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	children, refused := renderReport(report, controller.ChildOptions{
-		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain,
+		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain, ReloaderImage: o.reloaderImage,
 	}, stderr)
 	if refused {
 		return 1
