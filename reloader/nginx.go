@@ -2,6 +2,7 @@ package reloader
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,6 +188,73 @@ func (n *nginxProcess) waitLoaded(ctx context.Context, hash string, timeout time
 			return fmt.Errorf("%w (%v)", errNginxExited, n.err)
 		case <-ctx.Done():
 			return fmt.Errorf("after %s: %w", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// workers are the pids of nginx's worker processes now: the master's
+// children, read from /proc.
+func (n *nginxProcess) workers() []int {
+	master := n.cmd.Process.Pid
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(pid); ok && ppid == master {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// parentOf reads a process's parent pid from /proc/PID/stat, whose second
+// field (the command name, in parentheses) may itself hold spaces and
+// parentheses.
+func parentOf(pid int) (int, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	rest := data[bytes.LastIndexByte(data, ')')+1:]
+	f := strings.Fields(string(rest))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// waitRetired waits until none of the workers old still accepts
+// connections: each has exited, or has taken its shutdown signal, which
+// it shows in its title as it closes its listening sockets. The master
+// signals the old workers only some 100 ms after it starts the new ones,
+// and until then either generation may take a new connection.
+func (n *nginxProcess) waitRetired(ctx context.Context, old []int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		busy := 0
+		for _, pid := range old {
+			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			if ppid, ok := parentOf(pid); err == nil && ok && ppid == n.cmd.Process.Pid && !bytes.Contains(cmdline, []byte("shutting down")) {
+				busy++
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d workers of the previous configuration still accept connections after %s", busy, timeout)
 		case <-tick.C:
 		}
 	}

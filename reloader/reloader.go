@@ -231,11 +231,17 @@ func (r *reloader) reload(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	old := r.nginx.workers()
 	if err := r.nginx.signal(syscall.SIGHUP); err != nil {
 		r.refuse(hash, ReasonReloadFailed, Bound(err.Error(), MaxMessage))
 		return
 	}
-	if err := r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout); err != nil {
+	err = r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout)
+	if err == nil {
+		// Loaded means every new connection meets the new workers.
+		err = r.nginx.waitRetired(ctx, old, r.cfg.ReloadTimeout)
+	}
+	if err != nil {
 		msg := r.nginx.takeErrors()
 		if msg == "" {
 			msg = err.Error()

@@ -123,6 +123,7 @@ func Start(dir string, spec corev1.PodSpec, data map[string]string, opts Options
 	}
 	for _, c := range spec.InitContainers {
 		cmd := p.command(c)
+		cmd.Stdout, cmd.Stderr = nil, nil
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("init container %s: %w: %s", c.Name, err, out)
 		}
