@@ -90,6 +90,11 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 	case len(refused) > 0:
 		sort.Slice(refused, func(i, j int) bool { return refused[i].pod < refused[j].pod })
 		st.condition = cond(metav1.ConditionFalse, v1.ReasonConfigurationRefused, "%s; %s", serving, joinBounded(refused, livePodsListed))
+	case ready == 0 && dep.Status.ReadyReplicas > 0:
+		// The EndpointSlice controller has not listed them yet.
+		st.condition = cond(metav1.ConditionUnknown, v1.ReasonStatusUnreachable,
+			"the Deployment counts %d ready replicas, but the EndpointSlices of Service %s list none yet: the operator cannot ask them",
+			dep.Status.ReadyReplicas, gw.Name)
 	case ready == 0:
 		st.condition = cond(metav1.ConditionFalse, v1.ReasonNoReadyReplicas, "no gateway pod is ready (see the Ready condition)")
 	case len(unreachable) > 0:

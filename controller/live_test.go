@@ -21,6 +21,8 @@ func TestLiveStatus(t *testing.T) {
 	rolled := appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
 	withReloader := deploymentWith(1, rolled)
 	withReloader.Spec.Template.Annotations = map[string]string{PodInputsAnnotation: "d"}
+	notReady := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2})
+	notReady.Spec.Template.Annotations = withReloader.Spec.Template.Annotations
 	legacy := func(hash string) *appsv1.Deployment {
 		d := deploymentWith(1, rolled)
 		d.Spec.Template.Annotations = map[string]string{ConfigHashAnnotation: hash}
@@ -73,8 +75,10 @@ func TestLiveStatus(t *testing.T) {
 			reports: []podReport{serves("a", current), {name: "b", ready: true, err: errors.New("connection refused")}},
 			status:  "Unknown", reason: v1.ReasonStatusUnreachable, live: 1, pending: true,
 			message: []string{"pod b: connection refused", "NetworkPolicy"}},
-		"no ready pod": {hash: current, dep: withReloader, reports: []podReport{{name: "a", err: errors.New("refused")}},
+		"no ready pod": {hash: current, dep: notReady, reports: []podReport{{name: "a", err: errors.New("refused")}},
 			status: "False", reason: v1.ReasonNoReadyReplicas},
+		"ready pods the EndpointSlices do not list yet": {hash: current, dep: withReloader,
+			status: "Unknown", reason: v1.ReasonStatusUnreachable, message: []string{"list none yet"}},
 		"scaled to zero": {zero: true, hash: current, dep: withReloader, status: "False", reason: ReasonScaledToZero},
 		"no Deployment":  {hash: current, status: "False", reason: ReasonDeploymentMissing},
 		"routes refused by the renderer": {failures: []failure{{kind: "ConfigMap", reason: ReasonInvalidRoutes, err: errors.New("bad")}},
