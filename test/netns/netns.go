@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // insideEnv marks the process that runs inside the namespace.
@@ -57,6 +58,9 @@ func AddLoopbackAddress(ip string) error {
 // as the source of this side's packets.
 func Attach(pid int, link, podIP, hostIP string) error {
 	p := strconv.Itoa(pid)
+	if err := waitUnshared(pid); err != nil {
+		return err
+	}
 	in := func(args ...string) []string { return append([]string{"nsenter", "-t", p, "-n", "--"}, args...) }
 	for _, cmd := range [][]string{
 		{"ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", p},
@@ -68,10 +72,30 @@ func Attach(pid int, link, podIP, hostIP string) error {
 		{"ip", "route", "add", podIP + "/32", "dev", link, "src", hostIP},
 	} {
 		if err := Run(cmd[0], cmd[1:]...); err != nil {
+			_ = Run("ip", "link", "del", link)
 			return err
 		}
 	}
 	return nil
+}
+
+// waitUnshared waits until process pid runs in a network namespace other
+// than this process's: `unshare -n` makes it just after it starts.
+func waitUnshared(pid int) error {
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		theirs, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+		if err != nil {
+			return fmt.Errorf("process %d: %w", pid, err)
+		}
+		if theirs != self {
+			return nil
+		}
+	}
+	return fmt.Errorf("process %d did not leave the network namespace within 10s", pid)
 }
 
 // Run runs a command, returning its output with its error.
