@@ -24,6 +24,7 @@ COPY manifests/crd/ manifests/crd/
 COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
+COPY reloader/ reloader/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
 COPY tracing/ tracing/

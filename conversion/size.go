@@ -69,6 +69,9 @@ func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
 	if spec.IngressClassName != nil {
 		total += escBytes*len(*spec.IngressClassName) + elementBytes
 	}
+	if spec.ConfigUpdateStrategy != "" {
+		total += escBytes*len(spec.ConfigUpdateStrategy) + elementBytes
+	}
 	if r := spec.Resources; r != nil {
 		total += resourceListBound(r.Limits) + resourceListBound(r.Requests) + elementBytes
 		for _, c := range r.Claims {
