@@ -1,7 +1,6 @@
 package reloader_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,24 +77,7 @@ func startBackends(t *testing.T) *backends {
 		}
 		_, _ = io.WriteString(w, "path="+r.URL.Path)
 	})
-	b.stream = serve(func(w http.ResponseWriter, r *http.Request) {
-		// nginx passes the chunks on as they come.
-		w.Header().Set("X-Accel-Buffering", "no")
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-b.release:
-				_, _ = io.WriteString(w, "end\n")
-				return
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-				_, _ = io.WriteString(w, "chunk\n")
-				w.(http.Flusher).Flush()
-			}
-		}
-	})
+	b.stream = serve(gatewaypod.StreamHandler(b.release, 20*time.Millisecond))
 	return b
 }
 
@@ -236,13 +217,13 @@ func TestReloadKeepsServing(t *testing.T) {
 		status, _ = f.get("/new-" + strconv.Itoa(i-1) + "/x")
 		assert.Equal(t, http.StatusNotFound, status, "a route taken out still answers")
 	}
-	sent, failed := load.stop()
+	sent, failed := load.Stop()
 	assert.Positive(t, sent)
 	assert.Empty(t, failed, "requests failed on keep-alive connections across %d reloads", changes)
 
 	close(b.release)
 	for i, s := range streams {
-		assert.NoError(t, s.wait(), "stream %d was cut", i)
+		assert.NoError(t, s.Wait(wait), "stream %d was cut", i)
 	}
 	assert.Equal(t, master, f.masterPID(), "nginx was restarted, not reloaded")
 }
@@ -328,11 +309,11 @@ func TestConnectionsEndAtTheShutdownBound(t *testing.T) {
 	_, data, hash := render(t, b.gatewayWith("/x"))
 	require.NoError(t, f.pod.Project(data))
 	f.waitLoaded(hash)
-	after := s.chunks.Load()
-	require.Eventually(t, func() bool { return s.chunks.Load() > after }, wait, 10*time.Millisecond,
+	after := s.Chunks.Load()
+	require.Eventually(t, func() bool { return s.Chunks.Load() > after }, wait, 10*time.Millisecond,
 		"the stream stopped with the reload")
 	select {
-	case err := <-s.done:
+	case err := <-s.Done():
 		assert.Error(t, err, "the stream ended cleanly, yet the backend never finished it")
 	case <-time.After(wait):
 		t.Fatal("worker_shutdown_timeout did not close the stream")
@@ -413,109 +394,23 @@ func setArg(prefix, value string) func(*corev1.PodSpec) {
 	}
 }
 
-// stream is a long-lived response read through the gateway.
-type stream struct {
-	chunks atomic.Int64
-	done   chan error
-}
-
-func (s *stream) wait() error {
-	select {
-	case err := <-s.done:
-		return err
-	case <-time.After(wait):
-		return fmt.Errorf("the stream did not end within %s", wait)
-	}
-}
-
-// openStreams opens n streams through the gateway and waits until each
-// has received a chunk. A stream ends well when it reads "end".
-func openStreams(t *testing.T, n int) []*stream {
+// openStreams opens n streams through the gateway.
+func openStreams(t *testing.T, n int) []*gatewaypod.Stream {
 	t.Helper()
-	var out []*stream
+	var out []*gatewaypod.Stream
 	for i := range n {
-		s := &stream{done: make(chan error, 1)}
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:8080", wait)
+		s, err := gatewaypod.OpenStream("127.0.0.1:8080", host, fmt.Sprintf("/stream/%d", i), wait)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
-		_, err = fmt.Fprintf(conn, "GET /stream/%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, host)
-		require.NoError(t, err)
-		go func() {
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				s.done <- err
-				return
-			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				if sc.Text() == "end" {
-					s.done <- nil
-					return
-				}
-				s.chunks.Add(1)
-			}
-			s.done <- fmt.Errorf("cut after %d chunks: %v", s.chunks.Load(), sc.Err())
-		}()
-		require.Eventually(t, func() bool { return s.chunks.Load() > 0 }, wait, 5*time.Millisecond)
 		out = append(out, s)
 	}
 	return out
 }
 
-// load sends requests on keep-alive connections until stopped.
-type load struct {
-	stopCh chan struct{}
-	wg     sync.WaitGroup
-	sent   atomic.Int64
-	mu     sync.Mutex
-	failed []string
-}
-
-func startLoad(t *testing.T, clients int) *load {
-	l := &load{stopCh: make(chan struct{})}
-	for i := range clients {
-		c := &http.Client{Timeout: wait, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
-		l.wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-l.stopCh:
-					return
-				default:
-				}
-				req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:8080/users/%d-%d", i, n), nil)
-				req.Host = host
-				l.sent.Add(1)
-				resp, err := c.Do(req)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %s", resp.Status)
-					}
-				}
-				if err != nil {
-					l.mu.Lock()
-					l.failed = append(l.failed, err.Error())
-					l.mu.Unlock()
-				}
-			}
-		})
-	}
-	t.Cleanup(func() { _, _ = l.stop() })
+// startLoad sends requests on keep-alive connections until stopped.
+func startLoad(t *testing.T, clients int) *gatewaypod.Load {
+	l := gatewaypod.StartLoad("127.0.0.1:8080", host, clients, func(c, n int) string { return fmt.Sprintf("/users/%d-%d", c, n) })
+	t.Cleanup(func() { _, _ = l.Stop() })
 	return l
-}
-
-func (l *load) stop() (int64, []string) {
-	select {
-	case <-l.stopCh:
-	default:
-		close(l.stopCh)
-	}
-	l.wg.Wait()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sent.Load(), l.failed
 }
 
 // syncBuffer collects the pod's output for failure messages.

@@ -28,7 +28,7 @@ import (
 
 func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
-	rows := flag.String("rows", "B1,B2,B3,B4,B5,B6,B7", "the rows to run, comma-separated")
+	rows := flag.String("rows", "B1,B2,B3,B4,B5,B6,B7,B8", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
 	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5, B6 and B7 run (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
@@ -86,7 +86,7 @@ func run(ctx context.Context, c config) error {
 		ids []string
 		run func(context.Context, *harness) ([]row, error)
 	}{
-		{[]string{"B2"}, benchB2(c.duration)}, {[]string{"B5"}, benchB5(c.operator)},
+		{[]string{"B2"}, benchB2(c.duration)}, {[]string{"B8"}, benchB8(c.operator)}, {[]string{"B5"}, benchB5(c.operator)},
 		{[]string{"B6", "B7"}, benchB6B7(c.operator, want["B6"], want["B7"])},
 		{[]string{"B1"}, benchB1}, {[]string{"B4"}, benchB4}, {[]string{"B3"}, benchB3},
 	}
