@@ -177,7 +177,7 @@ func podSpec(gw *v1.APIGateway, p deploymentParams) *corev1ac.PodSpecApplyConfig
 		// reloader reads a mounted file and answers on a port.
 		WithEnableServiceLinks(false).
 		WithAutomountServiceAccountToken(false).
-		WithTerminationGracePeriodSeconds(int64(terminationGrace / time.Second)).
+		WithTerminationGracePeriodSeconds(int64(terminationGrace/time.Second)).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithRunAsUser(nginxUID).

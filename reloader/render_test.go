@@ -12,9 +12,9 @@ func TestRender(t *testing.T) {
 		template, want string
 		resolvers      []string
 	}{
-		"the variable":        {template: "resolver ${V} valid=30s;", resolvers: []string{"10.96.0.10"}, want: "resolver 10.96.0.10 valid=30s;"},
-		"several resolvers":   {template: "resolver ${V};", resolvers: []string{"10.0.0.1", "[fd00::1]"}, want: "resolver 10.0.0.1 [fd00::1];"},
-		"every occurrence":    {template: "${V} ${V}", resolvers: []string{"1.1.1.1"}, want: "1.1.1.1 1.1.1.1"},
+		"the variable":      {template: "resolver ${V} valid=30s;", resolvers: []string{"10.96.0.10"}, want: "resolver 10.96.0.10 valid=30s;"},
+		"several resolvers": {template: "resolver ${V};", resolvers: []string{"10.0.0.1", "[fd00::1]"}, want: "resolver 10.0.0.1 [fd00::1];"},
+		"every occurrence":  {template: "${V} ${V}", resolvers: []string{"1.1.1.1"}, want: "1.1.1.1 1.1.1.1"},
 		"nginx variables stay": {template: "set $backend x; proxy_pass http://$backend; ${HOME} $V", resolvers: []string{"1.1.1.1"},
 			want: "set $backend x; proxy_pass http://$backend; ${HOME} $V"},
 		"no resolver": {template: "resolver ${V} valid=30s;", want: "resolver  valid=30s;"},

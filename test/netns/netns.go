@@ -66,9 +66,9 @@ func Attach(pid int, link, podIP, hostIP string) error {
 		{"ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", p},
 		{"ip", "link", "set", link, "up"},
 		in("ip", "link", "set", "lo", "up"),
-		in("ip", "addr", "add", podIP + "/32", "dev", "eth0"),
+		in("ip", "addr", "add", podIP+"/32", "dev", "eth0"),
 		in("ip", "link", "set", "eth0", "up"),
-		in("ip", "route", "add", hostIP + "/32", "dev", "eth0"),
+		in("ip", "route", "add", hostIP+"/32", "dev", "eth0"),
 		{"ip", "route", "add", podIP + "/32", "dev", link, "src", hostIP},
 	} {
 		if err := Run(cmd[0], cmd[1:]...); err != nil {
