@@ -163,8 +163,16 @@ func (n *nginxProcess) loaded(ctx context.Context) (string, error) {
 	return string(body), nil
 }
 
-// errNginxExited says nginx stopped while the reloader waited for it.
+// errNginxExited says nginx stopped without being asked to.
 var errNginxExited = errors.New("nginx exited")
+
+// exitErr is how nginx ended, once exited is closed.
+func (n *nginxProcess) exitErr() error {
+	if n.err == nil {
+		return fmt.Errorf("%w with status 0", errNginxExited)
+	}
+	return fmt.Errorf("%w: %w", errNginxExited, n.err)
+}
 
 // waitLoaded waits until the workers serve hash, nginx exits, or timeout
 // passes.
@@ -185,7 +193,7 @@ func (n *nginxProcess) waitLoaded(ctx context.Context, hash string, timeout time
 		last = err
 		select {
 		case <-n.exited:
-			return fmt.Errorf("%w (%v)", errNginxExited, n.err)
+			return n.exitErr()
 		case <-ctx.Done():
 			return fmt.Errorf("after %s: %w", timeout, last)
 		case <-tick.C:

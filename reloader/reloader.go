@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-ctx.Done():
 			return r.stop()
 		case <-r.nginx.exited:
-			return fmt.Errorf("nginx exited: %v", r.nginx.err)
+			return r.nginx.exitErr()
 		case <-changes:
 			if cfg.Watch {
 				r.reload(ctx)

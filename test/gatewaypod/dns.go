@@ -52,7 +52,7 @@ func ServeDNS(addr, domain string, answer net.IP) (string, func() error, error) 
 	}
 	return pc.LocalAddr().String(), func() error {
 		err := srv.Shutdown()
-		<-served
+		<-served //nolint:errcheck // ActivateAndServe's error after Shutdown says only that it stopped
 		return err
 	}, nil
 }

@@ -149,8 +149,7 @@ func Start(dir string, spec corev1.PodSpec, data map[string]string, opts Options
 	}()
 	if opts.IP != "" {
 		if err := netns.Attach(p.cmd.Process.Pid, opts.Link, opts.IP, opts.HostIP); err != nil {
-			p.Stop(time.Second)
-			return nil, err
+			return nil, errors.Join(err, p.Stop(time.Second))
 		}
 	}
 	return p, nil

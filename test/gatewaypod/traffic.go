@@ -2,6 +2,7 @@ package gatewaypod
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -81,7 +82,7 @@ func (s *Stream) read() {
 		}
 		s.Chunks.Add(1)
 	}
-	s.done <- fmt.Errorf("cut after %d chunks: %v", s.Chunks.Load(), sc.Err())
+	s.done <- fmt.Errorf("cut after %d chunks: %w", s.Chunks.Load(), errors.Join(io.ErrUnexpectedEOF, sc.Err()))
 }
 
 // Done receives once: nil when the stream ended with its "end", else how

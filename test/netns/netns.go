@@ -8,6 +8,7 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,7 +38,7 @@ func Enter() (code int, done bool, err error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), insideEnv+"=1")
 	err = cmd.Run()
-	if exit, ok := err.(*exec.ExitError); ok {
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
 		return exit.ExitCode(), true, nil
 	}
 	if err != nil {

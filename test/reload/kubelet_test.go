@@ -80,16 +80,6 @@ func startKubelet(t *testing.T, c client.Client, ns string, resolvConf func(int)
 	return k
 }
 
-// ip is the pod IP of the pod named name, once it runs.
-func (k *kubelet) ip(name string) string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if p := k.pods[name]; p != nil {
-		return p.ip
-	}
-	return ""
-}
-
 func (k *kubelet) sync(ctx context.Context) error {
 	var pods corev1.PodList
 	if err := k.c.List(ctx, &pods, client.InNamespace(k.ns)); err != nil {
