@@ -24,6 +24,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/reloader"
+	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/gatewaypod"
 	"example.com/apigateway-operator/test/netns"
 )
@@ -126,7 +127,7 @@ type fixture struct {
 // loopback through a DNS server on 127.0.0.1:53, the pod's resolv.conf.
 func startPod(t *testing.T, b *backends, gw *v1.APIGateway, tune ...func(*corev1.PodSpec)) *fixture {
 	t.Helper()
-	_, stop, err := gatewaypod.ServeDNS("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
+	_, stop, err := clusterdns.Serve("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stop() })
 	f := &fixture{t: t, b: b, dir: shortTempDir(t), logs: &syncBuffer{}}

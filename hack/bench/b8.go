@@ -28,6 +28,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/reloader"
+	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/gatewaypod"
 )
 
@@ -178,7 +179,7 @@ func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
 // streams that end when release closes, and the DNS server that sends
 // every Service name to them.
 func b8Backends() (echo, stream int32, release chan struct{}, stop func(), err error) {
-	_, stopDNS, err := gatewaypod.ServeDNS("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
+	_, stopDNS, err := clusterdns.Serve("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
 	if err != nil {
 		return 0, 0, nil, nil, err
 	}

@@ -33,6 +33,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/gatewaypod"
 	"example.com/apigateway-operator/test/netns"
 	"example.com/apigateway-operator/test/testenv"
@@ -95,7 +96,7 @@ func startOperator(t *testing.T, opts controller.Options) (stop func()) {
 // Service to it.
 func startBackends(t *testing.T) int32 {
 	t.Helper()
-	_, stopDNS, err := gatewaypod.ServeDNS(hostIP+":53", "cluster.local", net.ParseIP(hostIP))
+	_, stopDNS, err := clusterdns.Serve(hostIP+":53", "cluster.local", net.ParseIP(hostIP))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stopDNS() })
 	ln, err := net.Listen("tcp", hostIP+":0")

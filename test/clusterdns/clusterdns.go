@@ -1,4 +1,7 @@
-package gatewaypod
+// Package clusterdns is a DNS server on loopback that plays the cluster
+// DNS for the tests' gateways: their nginx resolves backends at request
+// time through it.
+package clusterdns
 
 import (
 	"fmt"
@@ -9,12 +12,12 @@ import (
 	"github.com/miekg/dns"
 )
 
-// ServeDNS runs a DNS server on the UDP address addr that plays the
+// Serve runs a DNS server on the UDP address addr that plays the
 // cluster DNS for the gateways' backends: every name under svc.<domain>.
 // is the address answer; AAAA questions get NODATA (nginx asks A and AAAA
 // and fails the whole lookup when either is refused); anything else is
 // NXDOMAIN. It returns the address it listens on and stop.
-func ServeDNS(addr, domain string, answer net.IP) (string, func() error, error) {
+func Serve(addr, domain string, answer net.IP) (string, func() error, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return "", nil, err
