@@ -80,7 +80,10 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 		switch {
 		case r.err == nil && r.status.Loaded == hash:
 			live++
-		case !refusedIt:
+		case r.err == nil && !refusedIt:
+			// Still loading: ask again. A pod that does not answer is
+			// not asked again before the next event or resync: that is
+			// most often a NetworkPolicy, which polling does not lift.
 			waiting++
 		}
 	}

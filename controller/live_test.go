@@ -73,7 +73,7 @@ func TestLiveStatus(t *testing.T) {
 			status: "True", reason: v1.ReasonLive, live: 2},
 		"a pod's status cannot be read": {hash: current, dep: withReloader,
 			reports: []podReport{serves("a", current), {name: "b", ready: true, err: errors.New("connection refused")}},
-			status:  "Unknown", reason: v1.ReasonStatusUnreachable, live: 1, pending: true,
+			status:  "Unknown", reason: v1.ReasonStatusUnreachable, live: 1,
 			message: []string{"pod b: connection refused", "NetworkPolicy"}},
 		"no ready pod": {hash: current, dep: notReady, reports: []podReport{{name: "a", err: errors.New("refused")}},
 			status: "False", reason: v1.ReasonNoReadyReplicas},

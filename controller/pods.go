@@ -114,6 +114,7 @@ var podStatusClient = &http.Client{
 	Timeout: 2 * time.Second,
 	Transport: &http.Transport{
 		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     30 * time.Second,
 	},
