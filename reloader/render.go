@@ -74,6 +74,11 @@ func probeConfigHash(data []byte) string {
 	return ""
 }
 
+// logPrefix is the time and process of an nginx error log line, which
+// nginx -t writes when the image's nginx.conf sends the log to stderr: a
+// refusal's message says the same whatever the image logs to.
+var logPrefix = regexp.MustCompile(`^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d (\[[a-z]+\]) \d+#\d+: `)
+
 // MaxMessage bounds a Refusal's message, in bytes.
 const MaxMessage = 1024
 
@@ -86,7 +91,7 @@ func nginxMessage(out []byte) string {
 	all := strings.Split(strings.TrimSpace(string(out)), "\n")
 	for _, l := range all {
 		if strings.Contains(l, "[emerg]") || strings.Contains(l, "[alert]") || strings.Contains(l, "[crit]") {
-			keep = append(keep, strings.TrimSpace(l))
+			keep = append(keep, logPrefix.ReplaceAllString(strings.TrimSpace(l), "nginx: $1 "))
 		}
 	}
 	if len(keep) == 0 {

@@ -61,7 +61,11 @@ func TestNginxMessage(t *testing.T) {
 			want: "nginx: [emerg] no name servers defined in /etc/nginx/conf.d/gateway.conf:4",
 		},
 		"warnings left out": {out: "nginx: [warn] x\nnginx: [emerg] y\n", want: "nginx: [emerg] y"},
-		"no level":          {out: "exec: nginx: not found\n", want: "exec: nginx: not found"},
+		"from the error log": {
+			out:  "2026/11/26 07:59:10 [emerg] 11892#11892: no name servers defined in /etc/nginx/conf.d/gateway.conf:4\n",
+			want: "nginx: [emerg] no name servers defined in /etc/nginx/conf.d/gateway.conf:4",
+		},
+		"no level": {out: "exec: nginx: not found\n", want: "exec: nginx: not found"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

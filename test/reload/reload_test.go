@@ -172,11 +172,12 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		stopOperator()
 		opts.Resolvers = nil
 		startOperator(t, opts)
-		cond := waitCondition(t, gw, v1.ConditionLive, metav1.ConditionFalse, v1.ReasonConfigurationRefused)
+		// The first pod reloads, the second refuses: the condition says
+		// both once both have had the configuration.
+		cond := waitCondition(t, gw, v1.ConditionLive, metav1.ConditionFalse, v1.ReasonConfigurationRefused, "1 of 2 ready replicas serve")
 		refuser := podNamed(t, gw, 1)
-		assert.Contains(t, cond.Message, "1 of 2 ready replicas serve configuration")
 		assert.Contains(t, cond.Message, "pod "+refuser+" refused it (NginxTestFailed)")
-		assert.Contains(t, cond.Message, "no name servers defined")
+		assert.Contains(t, cond.Message, "nginx: [emerg] no name servers defined")
 		gw = get(t, gw)
 		assert.Equal(t, int32(1), gw.Status.LiveReplicas)
 		assertCondition(t, gw, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonConfigurationRefused)
@@ -221,7 +222,9 @@ func patch(t *testing.T, gw *v1.APIGateway, format string, args ...any) {
 	require.NoError(t, env.Client.Patch(context.Background(), gw, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, format, args...))))
 }
 
-func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+// waitCondition waits until the gateway's condition typ has status and
+// reason, and a message that says saying.
+func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason, saying string) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -230,6 +233,7 @@ func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.Co
 		require.NotNil(c, found)
 		assert.Equal(c, status, found.Status, found.Message)
 		assert.Equal(c, reason, found.Reason, found.Message)
+		assert.Contains(c, found.Message, saying)
 		cond = *found
 	}, waitFor, tick)
 	return cond
