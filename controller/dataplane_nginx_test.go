@@ -149,7 +149,7 @@ func (n *nginxProcess) logs() string {
 // rawRequest sends requestLine (e.g. "GET /x HTTP/1.1", sent byte for byte,
 // so the test controls the exact request target) with a Host header to
 // addr and returns the response's status and body.
-func rawRequest(addr, requestLine, host string) (int, string, error) {
+func rawRequest(addr, requestLine, host string, headers ...string) (int, string, error) {
 	conn, err := net.DialTimeout("tcp", addr, dataPlaneWait)
 	if err != nil {
 		return 0, "", err
@@ -158,7 +158,11 @@ func rawRequest(addr, requestLine, host string) (int, string, error) {
 	if err := conn.SetDeadline(time.Now().Add(dataPlaneWait)); err != nil {
 		return 0, "", err
 	}
-	if _, err := fmt.Fprintf(conn, "%s\r\nHost: %s\r\nConnection: close\r\n\r\n", requestLine, host); err != nil {
+	extra := ""
+	for _, h := range headers {
+		extra += h + "\r\n"
+	}
+	if _, err := fmt.Fprintf(conn, "%s\r\nHost: %s\r\n%sConnection: close\r\n\r\n", requestLine, host, extra); err != nil {
 		return 0, "", err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -52,6 +52,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	errs = append(errs, validateResources(gw.Spec.Resources, spec.Child("resources"))...)
 	errs = append(errs, validateConfigUpdateStrategy(gw.Spec.ConfigUpdateStrategy, spec.Child("configUpdateStrategy"))...)
 	errs = append(errs, validateExposure(&gw.Spec, spec)...)
+	errs = append(errs, validateDelegations(gw, spec.Child("delegations"))...)
 	return errs
 }
 
@@ -76,6 +77,7 @@ func ValidateCounts(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.TooMany(fld.Child("tls").Index(i).Child("hosts"), n, maxTLSHosts).WithOrigin(RuleTLSHosts))
 		}
 	}
+	errs = append(errs, countDelegations(spec, fld.Child("delegations"))...)
 	return errs
 }
 
