@@ -177,11 +177,10 @@ func (n *nginxProcess) exitErr() error {
 // waitLoaded waits until the workers serve hash, nginx exits, or timeout
 // passes.
 func (n *nginxProcess) waitLoaded(ctx context.Context, hash string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var last error
 	for {
 		got, err := n.loaded(ctx)
 		if err == nil && got == hash {
@@ -190,12 +189,13 @@ func (n *nginxProcess) waitLoaded(ctx context.Context, hash string, timeout time
 		if err == nil {
 			err = fmt.Errorf("the workers still serve %.12s", got)
 		}
-		last = err
 		select {
 		case <-n.exited:
 			return n.exitErr()
 		case <-ctx.Done():
-			return fmt.Errorf("after %s: %w", timeout, last)
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("after %s: %w", timeout, err)
 		case <-tick.C:
 		}
 	}

@@ -169,7 +169,11 @@ func (r *reloader) launch(ctx context.Context, hash string) error {
 		return err
 	}
 	if err := r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout); err != nil {
-		_ = r.stop()
+		stopErr := r.stop()
+		if ctx.Err() != nil {
+			// Stopped while starting: a shutdown like any other.
+			return stopErr
+		}
 		return fmt.Errorf("nginx did not start serving: %w: %s", err, r.nginx.takeErrors())
 	}
 	refused := r.snapshot().Refused
@@ -240,6 +244,10 @@ func (r *reloader) reload(ctx context.Context) {
 	if err == nil {
 		// Loaded means every new connection meets the new workers.
 		err = r.nginx.waitRetired(ctx, old, r.cfg.ReloadTimeout)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: whether it took does not matter any more.
+		return
 	}
 	if err != nil {
 		msg := r.nginx.takeErrors()
