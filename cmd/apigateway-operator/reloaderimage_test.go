@@ -28,8 +28,8 @@ func TestReloaderImage(t *testing.T) {
 		"the manager container of its own pod": {getenv: inPod, want: "registry.example.com/op:v1",
 			pod: pod(corev1.Container{Name: "proxy", Image: "proxy:1"}, corev1.Container{Name: managerContainer, Image: "registry.example.com/op:v1"})},
 		"the one container of its own pod": {getenv: inPod, want: "op:v1", pod: pod(corev1.Container{Name: "operator", Image: "op:v1"})},
-		"outside a pod":                     {getenv: env(nil), want: fallbackReloaderImage},
-		"a pod it cannot read":              {getenv: inPod, err: "reading the operator's own Pod ops/op-1"},
+		"outside a pod":                    {getenv: env(nil), want: fallbackReloaderImage},
+		"a pod it cannot read":             {getenv: inPod, err: "reading the operator's own Pod ops/op-1"},
 		"no container to take it from": {getenv: inPod, err: "set --reloader-image",
 			pod: pod(corev1.Container{Name: "a", Image: "a"}, corev1.Container{Name: "b", Image: "b"})},
 	}
