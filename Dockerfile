@@ -27,6 +27,7 @@ COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
 COPY ownership/ ownership/
+COPY reloader/ reloader/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
 COPY tracing/ tracing/

@@ -95,7 +95,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx promtool helm ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
+test: verify k8s nginx netns promtool helm ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -123,10 +123,14 @@ helm: $(HELM) ## Build the pinned helm into ./bin, for the chart's tests in char
 nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).
 	hack/install-nginx.sh
 
+.PHONY: netns
+netns: ## Install ip, unshare and nsenter for the gateway pods' network namespaces in tests and B8 (no-op when present).
+	hack/install-netns-tools.sh
+
 ##@ Benchmarks
 
 .PHONY: bench
-bench: k8s build ## Micro-benchmarks and the B1-B9 table (also written to bin/bench.md).
+bench: k8s build nginx netns ## Micro-benchmarks and the B1-B9 table (also written to bin/bench.md).
 	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller
 	$(TEST_ENV) go run ./hack/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
 

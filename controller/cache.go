@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +47,10 @@ func CacheOptions(gatewayAPI bool) cache.Options {
 			&appsv1.Deployment{}:    cachedChildren(deploymentChild),
 			&corev1.Service{}:       cachedChildren(serviceChild),
 			&networkingv1.Ingress{}: cachedChildren(ingressChild),
+			// The gateway Services' EndpointSlices, which carry the
+			// Services' labels: which pods to ask what they serve
+			// (podReports).
+			&discoveryv1.EndpointSlice{}: {Label: managedSelector(), Transform: slimEndpointSlice},
 		},
 	}
 	if gatewayAPI {
@@ -159,6 +164,19 @@ func configDigest(ac any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// slimEndpointSlice keeps of an EndpointSlice its labels (the Service's
+// name) and, of each endpoint, the address, readiness and pod.
+func slimEndpointSlice(obj any) (any, error) {
+	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		s.ManagedFields, s.Annotations, s.OwnerReferences, s.Ports = nil, nil, nil, nil
+		for i := range s.Endpoints {
+			e := &s.Endpoints[i]
+			e.Hints, e.NodeName, e.Zone, e.DeprecatedTopology, e.Hostname = nil, nil, nil, nil, nil
+		}
+	}
+	return obj, nil
+}
+
 // The slim functions drop, from a cached child, what the reconciler never
 // reads; what stays is the object's metadata (see child.transform) and
 // what is named here.
@@ -166,8 +184,12 @@ var (
 	// A ConfigMap's data is the rendered configuration, the largest part
 	// of a child.
 	slimConfigMap = func(cm *corev1.ConfigMap) { cm.Data, cm.BinaryData = nil, nil }
-	// The Deployment's status and generation make the gateway's status.
-	slimDeployment = func(d *appsv1.Deployment) { d.Spec = appsv1.DeploymentSpec{} }
+	// The Deployment's status and generation make the gateway's status;
+	// its template's annotations say which pods it runs (podTemplate).
+	slimDeployment = func(d *appsv1.Deployment) {
+		d.Spec = appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
+	}
 	// repairServicePorts reads the ports.
 	slimService = func(s *corev1.Service) {
 		s.Spec, s.Status = corev1.ServiceSpec{Ports: s.Spec.Ports}, corev1.ServiceStatus{}

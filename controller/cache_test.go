@@ -187,7 +187,8 @@ spec:
 	assert.Equal(t, live.Status, dep.Status)
 	assert.Equal(t, live.Generation, dep.Generation)
 	assert.Equal(t, live.OwnerReferences, dep.OwnerReferences)
-	assert.Equal(t, appsv1.DeploymentSpec{}, dep.Spec)
+	assert.Equal(t, appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: live.Spec.Template.Annotations}}}, dep.Spec)
 	assertCachedDigest(t, live, dep, deploymentChild)
 
 	cm := &corev1.ConfigMap{}

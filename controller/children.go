@@ -25,10 +25,16 @@ type ChildOptions struct {
 	// believes. Empty: the backend sees the connecting address in
 	// X-Forwarded-For and X-Real-IP, and the client's header is dropped.
 	TrustedProxies []string
+	// ReloaderImage is the operator's image, whose binary runs nginx in
+	// the gateway pods (package reloader).
+	ReloaderImage string
 }
 
 // Desired are the children the operator applies for one gateway.
 type Desired struct {
+	// ConfigHash identifies the configuration in ConfigMap (configHash);
+	// empty when there is none.
+	ConfigHash string
 	ConfigMap  *corev1ac.ConfigMapApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
@@ -70,11 +76,12 @@ func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	if err != nil {
 		return d, err
 	}
+	d.ConfigHash = configHash(config)
 	d.ConfigMap = desiredConfigMap(gw, config)
 	d.Deployment = desiredDeployment(gw, deploymentParams{
-		Image:          opts.DefaultImage,
-		ConfigHash:     configHash(config),
-		LocalResolvers: len(opts.Resolvers) == 0,
+		Image:         opts.DefaultImage,
+		ConfigHash:    d.ConfigHash,
+		ReloaderImage: opts.ReloaderImage,
 	})
 	return d, nil
 }

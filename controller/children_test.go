@@ -31,9 +31,9 @@ func TestReconcilerWritesChildren(t *testing.T) {
 	gateways := testGateways()
 	gateways["refused"] = refused
 	options := map[string]Options{
-		"defaults": {DefaultImage: testImage, GatewayAPI: true},
+		"defaults": {DefaultImage: testImage, ReloaderImage: testReloaderImage, GatewayAPI: true},
 		"resolvers and cluster domain": {
-			DefaultImage: "registry.example.com/nginx:1", Resolvers: []string{"10.96.0.10", "[fd00::a]:5353"}, ClusterDomain: "corp.internal",
+			DefaultImage: "registry.example.com/nginx:1", ReloaderImage: testReloaderImage, Resolvers: []string{"10.96.0.10", "[fd00::a]:5353"}, ClusterDomain: "corp.internal",
 			GatewayAPI: true,
 		},
 	}

@@ -46,7 +46,7 @@ func BenchmarkDesiredChildren(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = desiredConfigMap(gw, config)
-		_ = desiredDeployment(gw, deploymentParams{Image: testImage, ConfigHash: configHash(config), LocalResolvers: true})
+		_ = desiredDeployment(gw, deploymentParams{Image: testImage, ConfigHash: configHash(config), ReloaderImage: testReloaderImage})
 		_ = desiredService(gw)
 		_ = desiredIngress(gw)
 	}

@@ -91,7 +91,10 @@ func testGateways() map[string]*v1.APIGateway {
 }
 
 // testImage is the image the golden Deployments run when spec.image is empty.
-const testImage = "nginxinc/nginx-unprivileged:1.29-alpine"
+const (
+	testImage         = "nginxinc/nginx-unprivileged:1.29-alpine"
+	testReloaderImage = "registry.example.com/apigateway-operator:v1.2.3"
+)
 
 func TestBuildersGolden(t *testing.T) {
 	for name, gw := range testGateways() {
@@ -100,7 +103,7 @@ func TestBuildersGolden(t *testing.T) {
 			require.NoError(t, err)
 			goldenYAML(t, name+".configmap.yaml", desiredConfigMap(gw, config))
 			goldenYAML(t, name+".deployment.yaml", desiredDeployment(gw, deploymentParams{
-				Image: testImage, ConfigHash: configHash(config), LocalResolvers: true,
+				Image: testImage, ConfigHash: configHash(config), ReloaderImage: testReloaderImage,
 			}))
 			goldenYAML(t, name+".service.yaml", desiredService(gw))
 			if !exposedByHTTPRoute(gw) {

@@ -21,9 +21,11 @@ const (
 	// nameValue is the app.kubernetes.io/name of every child.
 	nameValue = "apigateway"
 
-	// ConfigHashAnnotation, on the gateway pods' template, holds the SHA-256
-	// of the rendered configuration, so a route change rolls the pods and
-	// nothing else does.
+	// ConfigHashAnnotation, on the gateway pods' template with the Rollout
+	// strategy only, holds the hash of the rendered configuration
+	// (configHash), so that a route change rolls the pods; with Reload
+	// they reload it in place. Templates from before the reloader carry it
+	// too (keepRunningTemplate).
 	ConfigHashAnnotation = "example.com/config-hash"
 )
 

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"sort"
@@ -160,12 +158,6 @@ func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
 		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h])
 	}
 	return b.String(), nil
-}
-
-// configHash is the pod template's ConfigHashAnnotation value.
-func configHash(config string) string {
-	sum := sha256.Sum256([]byte(config))
-	return hex.EncodeToString(sum[:])
 }
 
 // buildServers validates every route and groups its locations by host.

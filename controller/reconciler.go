@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +52,10 @@ type Options struct {
 	// validating webhook rejects an empty image). Required: the operator
 	// passes its --default-gateway-image.
 	DefaultImage string
+	// ReloaderImage is the operator's own image: an init container copies
+	// its binary into every gateway pod, where it runs nginx (package
+	// reloader). Required.
+	ReloaderImage string
 	// Resolvers are the DNS servers nginx resolves backends with, each an
 	// IP address or IP:port. Empty (the usual) means the cluster DNS from
 	// the pod's /etc/resolv.conf, filled in by the nginx image's
@@ -80,7 +85,8 @@ type Options struct {
 
 // children are the options that shape the children (Children).
 func (o Options) children() ChildOptions {
-	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies}
+	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain,
+		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage}
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
@@ -119,8 +125,8 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if opts.NameTakenRetry <= 0 {
 		opts.NameTakenRetry = time.Minute
 	}
-	if opts.DefaultImage == "" {
-		return errors.New("controller: Options.DefaultImage is required")
+	if opts.DefaultImage == "" || opts.ReloaderImage == "" {
+		return errors.New("controller: Options.DefaultImage and Options.ReloaderImage are required")
 	}
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
 		return err
@@ -162,7 +168,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{})
+		Owns(&networkingv1.Ingress{}).
+		// Pods that become ready or go: what they serve changes Live.
+		Watches(&discoveryv1.EndpointSlice{}, endpointSliceGateway)
 	if opts.GatewayAPI {
 		// Every change, status included: the parent Gateways' verdicts
 		// make the Exposed condition.
@@ -198,10 +206,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	dep, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
+	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
+	live := r.liveStatus(ctx, gw, dep, failures, hash)
 	r.noteConflicts(gw, d.lost)
-	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed)
-	return reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
+	r.noteRefusal(gw, live)
+	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed, live)
+	res, err := reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
+	return pollPods(res, err, gw, live, time.Now()), err
 }
 
 // noteConflicts records a Warning event when gw starts losing routes to
@@ -282,9 +293,10 @@ func joinRetryable(errs ...error) error {
 
 // applyChildren applies the children, built from served (gw with only the
 // routes it wins, see servedGateway), recording what changed or failed.
-// It returns the Deployment as the API server has it (nil if missing) and
-// the Exposed condition (exposedCondition).
-func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, *metav1.Condition, []failure) {
+// It returns the Deployment as the API server has it (nil if missing), the
+// hash of the configuration in the ConfigMap when it is the spec's (empty
+// otherwise) and the Exposed condition (exposedCondition).
+func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, string, *metav1.Condition, []failure) {
 	var (
 		failures []failure
 		made     []string
@@ -320,7 +332,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 			renderErr = err
 		}
 	}
-	dep, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, note)
+	dep, hash, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, note)
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
 	}
@@ -331,31 +343,43 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 	if len(made) > 0 {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeNormal, string(created), "Apply", "%s %s", string(created), strings.Join(made, ", "))
 	}
-	return dep, exposedCondition(gw, routes, len(want.HTTPRoutes), failures), failures
+	return dep, hash, exposedCondition(gw, routes, len(want.HTTPRoutes), failures), failures
 }
 
 // applyConfigAndDeployment applies the ConfigMap and the Deployment, whose
-// pod template carries the configuration's hash. Routes the renderer
-// refused (renderErr) leave both as they are; so does a ConfigMap name held
-// by someone else, whose data the pods would otherwise mount.
-func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, want Desired, renderErr error, note func(string, client.Object, action, error)) (*appsv1.Deployment, *failure) {
+// pods load the configuration (keepRunningTemplate says which pod
+// template), and returns the configuration's hash once the ConfigMap
+// holds it. Routes the renderer refused (renderErr) leave both as they
+// are; so does a ConfigMap name held by someone else, whose data the pods
+// would otherwise mount.
+func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, want Desired, renderErr error, note func(string, client.Object, action, error)) (*appsv1.Deployment, string, *failure) {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
 	if renderErr != nil {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", renderErr)
-		return r.currentDeployment(ctx, gw), &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: renderErr}
+		return r.currentDeployment(ctx, gw), "", &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: renderErr}
 	}
 	cmKey := client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}
 	_, act, err := applyChild(ctx, r.clients, gw, configMapChild, cmKey, want.ConfigMap)
 	note("ConfigMap", configMapChild.stub(cmKey), act, err)
 	if isNameTaken(err) {
-		return r.currentDeployment(ctx, gw), notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
+		return r.currentDeployment(ctx, gw), "", notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
 	}
-	dep, act, err := applyChild(ctx, r.clients, gw, deploymentChild, key, want.Deployment)
-	note("Deployment", deploymentChild.stub(key), act, err)
+	hash := want.ConfigHash
 	if err != nil {
-		return r.currentDeployment(ctx, gw), nil
+		hash = ""
 	}
-	return dep, nil
+	deployment, err := r.podTemplate(ctx, gw, want)
+	if err == nil {
+		var dep *appsv1.Deployment
+		dep, act, err = applyChild(ctx, r.clients, gw, deploymentChild, key, deployment)
+		note("Deployment", deploymentChild.stub(key), act, err)
+		if err == nil {
+			return dep, hash, nil
+		}
+	} else {
+		note("Deployment", deploymentChild.stub(key), unchanged, err)
+	}
+	return r.currentDeployment(ctx, gw), hash, nil
 }
 
 // applyServiceAndExposure applies the Service and the Ingress or
@@ -444,8 +468,8 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 
 // updateStatus writes gw's status through the status subresource, only
 // when it differs from what gw already says.
-func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition) error {
-	want := computeStatus(gw, dep, failures, d.lost, exposed, metav1.NewTime(time.Now().Truncate(time.Second)))
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition, live liveState) error {
+	want := computeStatus(gw, dep, failures, d.lost, exposed, live, metav1.NewTime(time.Now().Truncate(time.Second)))
 	want.Claims = d.claims
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil

@@ -44,7 +44,8 @@ func TestSeedExampleGetsItsChildren(t *testing.T) {
 	}
 	assert.Equal(t, int32(2), *ch.dep.Spec.Replicas)
 	assert.Equal(t, "nginx/nginx-plus:latest", ch.dep.Spec.Template.Spec.Containers[0].Image)
-	assert.Equal(t, configHash(config), ch.dep.Spec.Template.Annotations[ConfigHashAnnotation])
+	assert.NotContains(t, ch.dep.Spec.Template.Annotations, ConfigHashAnnotation, "a route change would roll the pods")
+	assert.Contains(t, ch.dep.Spec.Template.Annotations, PodInputsAnnotation)
 	assert.Equal(t, intstr.FromString("http"), ch.svc.Spec.Ports[0].TargetPort)
 	require.Len(t, ch.ing.Spec.Rules, 1)
 	assert.Equal(t, "api.example.com", ch.ing.Spec.Rules[0].Host)
@@ -101,24 +102,38 @@ func TestChangesTouchOnlyTheirChildren(t *testing.T) {
 		patchGateway(t, `{"spec":{"image":"nginxinc/nginx-unprivileged:1.29-alpine"}}`)
 		_, after := settled(t, gw)
 		assert.Equal(t, "nginxinc/nginx-unprivileged:1.29-alpine", after.dep.Spec.Template.Spec.Containers[0].Image)
-		assert.Equal(t, before.dep.Spec.Template.Annotations, after.dep.Spec.Template.Annotations)
+		assert.NotEqual(t, before.dep.Spec.Template.Annotations[PodInputsAnnotation], after.dep.Spec.Template.Annotations[PodInputsAnnotation],
+			"what the gateway asks of its pods changed")
 		assert.Equal(t, before.cm.ResourceVersion, after.cm.ResourceVersion, "ConfigMap written")
 		assert.Equal(t, before.svc.ResourceVersion, after.svc.ResourceVersion, "Service written")
 		assert.Equal(t, before.ing.ResourceVersion, after.ing.ResourceVersion, "Ingress written")
 		before = after
 	})
-	t.Run("routes change the configuration, its hash and the Ingress", func(t *testing.T) {
+	t.Run("routes change the configuration and the Ingress, not the pods", func(t *testing.T) {
 		patchGateway(t, `{"spec":{"routes":[
 			{"host":"shop.example.com","path":"/cart","backendService":{"name":"cart","port":8080}},
 			{"host":"pay.example.com","path":"/","pathType":"Exact","backendService":{"name":"pay","port":9000}}]}}`)
 		_, after := settled(t, gw)
 		assert.Contains(t, after.cm.Data[configKey], "server_name pay.example.com;")
-		hash := after.dep.Spec.Template.Annotations[ConfigHashAnnotation]
-		assert.NotEqual(t, before.dep.Spec.Template.Annotations[ConfigHashAnnotation], hash, "the pods would not roll")
-		assert.Equal(t, configHash(after.cm.Data[configKey]), hash)
+		assert.Equal(t, before.dep.ResourceVersion, after.dep.ResourceVersion, "Deployment written: the pods would roll")
 		assert.Len(t, after.ing.Spec.Rules, 2)
 		assert.Equal(t, int32(3), *after.dep.Spec.Replicas)
 		assert.Equal(t, before.svc.ResourceVersion, after.svc.ResourceVersion, "Service written")
+		before = after
+	})
+	t.Run("the Rollout strategy puts the configuration's hash on the pods", func(t *testing.T) {
+		patchGateway(t, `{"spec":{"configUpdateStrategy":"Rollout"}}`)
+		_, after := settled(t, gw)
+		assert.Equal(t, configHash(after.cm.Data[configKey]), after.dep.Spec.Template.Annotations[ConfigHashAnnotation])
+		assert.Contains(t, after.dep.Spec.Template.Spec.Containers[0].Command, "--watch=false")
+		assert.Equal(t, before.cm.ResourceVersion, after.cm.ResourceVersion, "ConfigMap written")
+		before = after
+
+		patchGateway(t, `{"spec":{"routes":[{"host":"shop.example.com","path":"/cart","backendService":{"name":"cart","port":8080}}]}}`)
+		_, after = settled(t, gw)
+		hash := after.dep.Spec.Template.Annotations[ConfigHashAnnotation]
+		assert.NotEqual(t, before.dep.Spec.Template.Annotations[ConfigHashAnnotation], hash, "the pods would not roll")
+		assert.Equal(t, configHash(after.cm.Data[configKey]), hash)
 	})
 }
 

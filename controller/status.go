@@ -43,10 +43,10 @@ func (f failure) String() string { return fmt.Sprintf("%s %s: %v", f.kind, f.nam
 
 // computeStatus is gw's status given its Deployment as the API server has it
 // (nil when it does not exist), the children that failed and the routes
-// other gateways serve, and the Exposed condition (exposedCondition; nil
-// removes it). Conditions keep their lastTransitionTime unless
-// their status changes (then it is now).
-func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, exposed *metav1.Condition, now metav1.Time) v1.APIGatewayStatus {
+// other gateways serve, the Exposed condition (exposedCondition; nil
+// removes it) and what the pods serve (liveStatus). Conditions keep their
+// lastTransitionTime unless their status changes (then it is now).
+func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, exposed *metav1.Condition, live liveState, now metav1.Time) v1.APIGatewayStatus {
 	st := v1.APIGatewayStatus{
 		ObservedGeneration: gw.Generation,
 		Selector:           labels.SelectorFromSet(selectorLabels(gw)).String(),
@@ -56,14 +56,15 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 		st.Replicas = dep.Status.Replicas
 		st.ReadyReplicas = dep.Status.ReadyReplicas
 	}
+	st.LiveReplicas = live.replicas
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = gw.Generation
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	set(degradedCondition(gw, dep, failures))
-	set(progressingCondition(gw, dep, failures))
-	set(readyCondition(gw, dep, failures))
+	set(progressingCondition(gw, dep, failures, live.condition))
+	set(readyCondition(gw, dep, failures, live.condition))
 	// Last: gateways stored before the condition existed get it appended,
 	// so every gateway lists its conditions in one order.
 	set(acceptedCondition(lost))
@@ -72,6 +73,7 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionExposed)
 	}
+	set(live.condition)
 	return st
 }
 
@@ -104,7 +106,7 @@ func degradedCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []fai
 		Message: "the ConfigMap, Deployment, Service and " + exposureKind(gw) + " match the spec"}
 }
 
-func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
+func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, live metav1.Condition) metav1.Condition {
 	c := metav1.Condition{Type: v1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonRollingOut}
 	switch {
 	case dep == nil && len(failures) > 0:
@@ -113,15 +115,17 @@ func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []
 	case dep == nil:
 		c.Message = "creating the Deployment"
 	case !rolledOut(gw, dep):
-		c.Message = fmt.Sprintf("%d of %d pods run the current configuration", dep.Status.UpdatedReplicas, replicas(gw))
+		c.Message = fmt.Sprintf("%d of %d pods run the current pod template", dep.Status.UpdatedReplicas, replicas(gw))
+	case live.Reason == v1.ReasonReloading:
+		c.Reason, c.Message = live.Reason, live.Message
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutComplete
-		c.Message = fmt.Sprintf("all %d pods run the current configuration", replicas(gw))
+		c.Message = fmt.Sprintf("all %d pods run the current pod template", replicas(gw))
 	}
 	return c
 }
 
-func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure) metav1.Condition {
+func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, live metav1.Condition) metav1.Condition {
 	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse}
 	want := replicas(gw)
 	switch {
@@ -136,6 +140,10 @@ func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failur
 	case !rolledOut(gw, dep) || dep.Status.ReadyReplicas < want:
 		c.Reason = ReasonReplicasNotReady
 		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)
+	case live.Status == metav1.ConditionFalse:
+		// Ready means serving the current configuration; a pod's report
+		// that cannot be read (Unknown) does not make the gateway unready.
+		c.Reason, c.Message = live.Reason, live.Message
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonAllReplicasReady
 		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)

@@ -16,6 +16,9 @@ import (
 	"example.com/apigateway-operator/ownership"
 )
 
+// liveOK is what every ready pod serving the current configuration gives.
+var liveOK = liveState{replicas: 2, condition: metav1.Condition{Type: v1.ConditionLive, Status: metav1.ConditionTrue, Reason: v1.ReasonLive, Message: "all 2 ready replicas serve configuration 0123456789ab"}}
+
 func deploymentWith(generation int64, s appsv1.DeploymentStatus) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation}, Status: s}
 }
@@ -78,7 +81,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
 			gw.Spec.Replicas = ptr.To(tc.replicas)
-			st := computeStatus(gw, tc.dep, tc.failures, nil, nil, now)
+			st := computeStatus(gw, tc.dep, tc.failures, nil, nil, liveOK, now)
 			assert.Equal(t, gw.Generation, st.ObservedGeneration)
 			assert.Equal(t, "app.kubernetes.io/instance=gw,app.kubernetes.io/name=apigateway", st.Selector)
 			assertCondition(t, st.Conditions, v1.ConditionReady, tc.ready, tc.readyWhy)
@@ -96,13 +99,13 @@ func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
 	dep := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1})
 	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	gw.Status = computeStatus(gw, dep, nil, nil, nil, t1)
-	again := computeStatus(gw, dep, nil, nil, nil, metav1.NewTime(t1.Add(time.Hour)))
+	gw.Status = computeStatus(gw, dep, nil, nil, nil, liveOK, t1)
+	again := computeStatus(gw, dep, nil, nil, nil, liveOK, metav1.NewTime(t1.Add(time.Hour)))
 	assert.Equal(t, gw.Status, again, "an unchanged status must compare equal, or every reconcile writes it")
 
 	dep.Status.ReadyReplicas = 0
 	later := metav1.NewTime(t1.Add(2 * time.Hour))
-	changed := computeStatus(gw, dep, nil, nil, nil, later)
+	changed := computeStatus(gw, dep, nil, nil, nil, liveOK, later)
 	assert.Equal(t, later, meta.FindStatusCondition(changed.Conditions, v1.ConditionReady).LastTransitionTime)
 	assert.Equal(t, t1, meta.FindStatusCondition(changed.Conditions, v1.ConditionDegraded).LastTransitionTime)
 }
@@ -115,12 +118,12 @@ func TestAcceptedCondition(t *testing.T) {
 	dep := deploymentWith(1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1})
 	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
-	st := computeStatus(gw, dep, nil, nil, nil, now)
+	st := computeStatus(gw, dep, nil, nil, nil, liveOK, now)
 	assertCondition(t, st.Conditions, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 
 	lost := []routeConflict{{of: gw, Loss: ownership.Loss{Index: 1, Route: gw.Spec.Routes[1], Holder: competing("team-a", "shop", 1),
 		Reason: v1.ReasonRouteConflict, Scope: "default"}}}
-	conflicted := computeStatus(gw, dep, nil, lost, nil, now)
+	conflicted := computeStatus(gw, dep, nil, lost, nil, liveOK, now)
 	assertCondition(t, conflicted.Conditions, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	assert.Contains(t, meta.FindStatusCondition(conflicted.Conditions, v1.ConditionAccepted).Message,
 		"spec.routes[1] (a.example.com Prefix /x) is served by an APIGateway of another namespace, which claimed it first (default)")
@@ -140,4 +143,39 @@ func assertCondition(t *testing.T, conds []metav1.Condition, typ string, status 
 	}
 	assert.Equal(t, reason, c.Reason, "%s reason", typ)
 	assert.NotEmpty(t, c.Message, "%s message", typ)
+}
+
+// TestReadyWaitsForLive: Ready means the pods serve the current
+// configuration, so a reload still on its way or refused keeps it False,
+// and Progressing says a reload is on its way; a pod whose report cannot
+// be read (Unknown) leaves Ready to the Deployment.
+func TestReadyWaitsForLive(t *testing.T) {
+	ready := appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	live := func(status metav1.ConditionStatus, reason string) liveState {
+		return liveState{condition: metav1.Condition{Type: v1.ConditionLive, Status: status, Reason: reason, Message: "m"}}
+	}
+	tests := map[string]struct {
+		live               liveState
+		ready, progressing metav1.ConditionStatus
+		readyWhy, progWhy  string
+	}{
+		"live":      {live: liveOK, ready: "True", readyWhy: ReasonAllReplicasReady, progressing: "False", progWhy: ReasonRolloutComplete},
+		"reloading": {live: live("False", v1.ReasonReloading), ready: "False", readyWhy: v1.ReasonReloading, progressing: "True", progWhy: v1.ReasonReloading},
+		"refused": {live: live("False", v1.ReasonConfigurationRefused), ready: "False", readyWhy: v1.ReasonConfigurationRefused,
+			progressing: "False", progWhy: ReasonRolloutComplete},
+		"unreachable": {live: live("Unknown", v1.ReasonStatusUnreachable), ready: "True", readyWhy: ReasonAllReplicasReady,
+			progressing: "False", progWhy: ReasonRolloutComplete},
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+			gw.Spec.Replicas = ptr.To(int32(2))
+			st := computeStatus(gw, deploymentWith(4, ready), nil, nil, nil, tc.live, now)
+			assertCondition(t, st.Conditions, v1.ConditionReady, tc.ready, tc.readyWhy)
+			assertCondition(t, st.Conditions, v1.ConditionProgressing, tc.progressing, tc.progWhy)
+			assertCondition(t, st.Conditions, v1.ConditionLive, tc.live.condition.Status, tc.live.condition.Reason)
+			assert.Equal(t, tc.live.replicas, st.LiveReplicas)
+		})
+	}
 }

@@ -62,7 +62,7 @@ func startOperator(t *testing.T, tune ...func(*Options)) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = "apigateway-operator-test"
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: op.writes} }
-	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, GatewayAPI: true}
+	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, ReloaderImage: testReloaderImage, GatewayAPI: true}
 	for _, f := range tune {
 		f(&ropts)
 	}

@@ -98,6 +98,18 @@ type APIGatewaySpec struct {
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// configUpdateStrategy says how a change of the routes reaches the
+	// running gateway pods. Reload, the default, tests the new
+	// configuration with nginx -t inside each pod and reloads nginx in
+	// place: no pod is replaced, requests in flight finish, and
+	// connections opened under the previous configuration stay open for
+	// up to two minutes. Rollout replaces the pods instead, as a change of
+	// image or resources always does, for teams that want immutable pods;
+	// each pod's connections then end with it. The status's liveReplicas
+	// and Live condition say when a change serves, whichever strategy.
+	// +optional
+	ConfigUpdateStrategy ConfigUpdateStrategy `json:"configUpdateStrategy,omitempty"`
+
 	// exposure selects the object that sends requests from outside the
 	// cluster to the gateway's Service: an Ingress (type Ingress, the
 	// default when exposure is unset) or Gateway API HTTPRoutes attached
@@ -117,6 +129,18 @@ type APIGatewaySpec struct {
 	// +optional
 	Delegations []HostDelegation `json:"delegations,omitempty"`
 }
+
+// ConfigUpdateStrategy says how a new configuration reaches a gateway's
+// running pods.
+// +kubebuilder:validation:Enum=Reload;Rollout
+type ConfigUpdateStrategy string
+
+const (
+	// ConfigUpdateReload reloads nginx inside the running pods.
+	ConfigUpdateReload ConfigUpdateStrategy = "Reload"
+	// ConfigUpdateRollout replaces the pods, as a Deployment rollout.
+	ConfigUpdateRollout ConfigUpdateStrategy = "Rollout"
+)
 
 // ExposureType names the kind of object that exposes a gateway.
 // +kubebuilder:validation:Enum=Ingress;HTTPRoute
@@ -322,13 +346,19 @@ type APIGatewayStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// liveReplicas is the number of ready gateway pods that serve the
+	// current configuration, as each pod reports it (the Live condition
+	// says why others do not).
+	// +optional
+	LiveReplicas int32 `json:"liveReplicas,omitempty"`
+
 	// selector is the label selector of the gateway pods, in string form, for
 	// the scale subresource (kubectl scale, HorizontalPodAutoscaler).
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// conditions are Ready, Progressing, Degraded and Accepted, and Exposed
-	// with exposure type HTTPRoute.
+	// conditions are Ready, Progressing, Degraded, Accepted and Live, and
+	// Exposed with exposure type HTTPRoute.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

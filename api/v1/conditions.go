@@ -49,3 +49,32 @@ const (
 	// CRDs, then restart the operator, which looks for them as it starts.
 	ReasonGatewayAPIMissing = "GatewayAPIMissing"
 )
+
+// ConditionLive says whether the gateway's current configuration (its
+// routes, rendered into the ConfigMap N-config) is what its pods serve:
+// True when every ready pod reports serving it, so `kubectl wait
+// --for=condition=Live` returns once a route change answers on every ready
+// replica; False while some have not loaded it yet or when one refused it;
+// Unknown when a pod's report could not be read. The pods report through
+// the operator's reloader (package reloader) on their status port.
+const ConditionLive = "Live"
+
+// Reasons of the Live condition besides the Ready condition's (such as
+// InvalidRoutes or ScaledToZero) and RollingOut, which it shares.
+const (
+	// ReasonLive: every ready replica serves the current configuration.
+	ReasonLive = "Live"
+	// ReasonReloading: some ready replicas still serve an earlier
+	// configuration; the kubelet delivers a changed ConfigMap to the pods
+	// within its sync period (about a minute), and each pod reloads at once.
+	ReasonReloading = "Reloading"
+	// ReasonConfigurationRefused: a pod's nginx refused the configuration
+	// (the message has its words); that pod keeps serving its previous one.
+	ReasonConfigurationRefused = "ConfigurationRefused"
+	// ReasonNoReadyReplicas: no gateway pod is ready to serve anything.
+	ReasonNoReadyReplicas = "NoReadyReplicas"
+	// ReasonStatusUnreachable: some ready pods did not answer on their
+	// status port, most often because a NetworkPolicy keeps the operator
+	// out; the routes are served regardless.
+	ReasonStatusUnreachable = "StatusUnreachable"
+)

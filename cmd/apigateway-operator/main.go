@@ -139,6 +139,9 @@ func run(o *options) error {
 			return err
 		}
 	}
+	if o.controller.ReloaderImage, err = reloaderImage(context.Background(), mgr.GetAPIReader(), o.reloaderImage, os.Getenv); err != nil {
+		return err
+	}
 	if err := controller.SetupWithManager(leader, o.controller); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

@@ -66,6 +66,7 @@ type options struct {
 	namespaces      []string
 	policyParams    string
 	otlpEndpoint    string
+	reloaderImage   string
 	policyParamsKey types.NamespacedName // from policyParams; zero when empty
 	webhooks        webhooks.Options
 	certs           certs.Options
@@ -102,6 +103,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
+	fs.StringVar(&o.reloaderImage, "reloader-image", "", "Image whose binary the gateway pods run as the reloader of their nginx (an init container copies it). Empty: the operator's own image, read from its Pod (POD_NAMESPACE, POD_NAME); outside a pod, "+fallbackReloaderImage+".")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), "Who may route on a host: Strict, the namespace whose APIGateway claimed it first (a wildcard claims the names it matches), and other namespaces only under the path prefixes it lends them (spec.delegations); "+

@@ -36,6 +36,7 @@ type renderOptions struct {
 	output         string
 	clusterDomain  string
 	trustedProxies string
+	reloaderImage  string
 }
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -51,6 +52,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&o.judge.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", "The operator's --gateway-trusted-proxies. "+trustedProxiesUsage)
+	fs.StringVar(&o.reloaderImage, "reloader-image", fallbackReloaderImage, "The operator's image (its --reloader-image): the gateway pods' init container copies the reloader from it.")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -74,7 +76,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	children, refused := renderReport(report, controller.ChildOptions{
-		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain, TrustedProxies: proxies,
+		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain, TrustedProxies: proxies, ReloaderImage: o.reloaderImage,
 	}, stderr)
 	if refused {
 		return 1

@@ -83,7 +83,7 @@ func newOperator(t *testing.T, cfg *rest.Config, opts manager.Options) manager.M
 	opts.Cache = controller.CacheOptions(false)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, MaxConcurrentReconciles: 2}))
+	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}))
 	return mgr
 }
 

@@ -59,7 +59,7 @@ func startOperator(t *testing.T) *operator {
 	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{
 		DefaultImage: operatorDefaults.Image, DefaultReplicas: operatorDefaults.Replicas,
 	}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: operatorDefaults.Image, MaxConcurrentReconciles: 4}))
+	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: operatorDefaults.Image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 4}))
 	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
 	require.NoError(t, mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
 		ConfigMap: params, Defaults: operatorDefaults, Every: 200 * time.Millisecond}))

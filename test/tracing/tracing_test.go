@@ -69,7 +69,7 @@ func TestOneApplyOneTrace(t *testing.T) {
 	mgr, err := ctrl.NewManager(env.Config, managerOptions())
 	require.NoError(t, err)
 	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: "nginx:1.27", DefaultReplicas: 2, Tracing: true}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: "nginx:1.27"}))
+	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: "nginx:1.27", ReloaderImage: "apigateway-operator:test"}))
 	env.StartManager(t, mgr)
 
 	res := env.Kubectl(t.Context(), strings.NewReader(`apiVersion: example.com/v1

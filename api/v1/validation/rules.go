@@ -62,6 +62,9 @@ const (
 	// RuleResources: spec.resources passes the checks the API server makes
 	// of a container's resources.
 	RuleResources = "resources"
+	// RuleConfigUpdateStrategy: spec.configUpdateStrategy, when set, is
+	// Reload or Rollout.
+	RuleConfigUpdateStrategy = "configUpdateStrategy"
 	// RuleExposure: spec.exposure's type is Ingress or HTTPRoute, with
 	// httpRoute set for HTTPRoute only; HTTPRoute rules out spec.tls and
 	// spec.ingressClassName.

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
 )
 
 const maxIngressClassName = validation.DNS1123SubdomainMaxLength
@@ -30,6 +32,16 @@ func validateIngressClassName(name *string, fld *field.Path) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{err.WithOrigin(RuleIngressClassName)}
+}
+
+// validateConfigUpdateStrategy allows Reload, Rollout or nothing (Reload).
+func validateConfigUpdateStrategy(s v1.ConfigUpdateStrategy, fld *field.Path) field.ErrorList {
+	switch s {
+	case "", v1.ConfigUpdateReload, v1.ConfigUpdateRollout:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(fld, s, []string{string(v1.ConfigUpdateReload), string(v1.ConfigUpdateRollout)}).
+		WithOrigin(RuleConfigUpdateStrategy)}
 }
 
 // validateResources applies the checks the API server would make of the

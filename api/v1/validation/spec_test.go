@@ -46,6 +46,9 @@ func TestValidateSpecFields(t *testing.T) {
 			Requests: corev1.ResourceList{"cpu": q("2")}, Limits: corev1.ResourceList{"cpu": q("1")}}}, want: []string{"spec.resources.requests[cpu]: Invalid value (resources)"}},
 		"bad resource name": {spec: v1.APIGatewaySpec{Resources: &corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"cpu cores": q("1")}}}, want: []string{"spec.resources.limits[cpu cores]: Invalid value (resources)"}},
+		"Reload":              {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateReload}},
+		"Rollout":             {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateRollout}},
+		"an unknown strategy": {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: "Restart"}, want: []string{"spec.configUpdateStrategy: Unsupported value (configUpdateStrategy)"}},
 		"duplicate claim": {spec: v1.APIGatewaySpec{Resources: &corev1.ResourceRequirements{
 			Claims: []corev1.ResourceClaim{{Name: "gpu"}, {Name: "gpu"}}}}, want: []string{"spec.resources.claims[1].name: Duplicate value (resources)"}},
 	}
@@ -55,6 +58,7 @@ func TestValidateSpecFields(t *testing.T) {
 			errs := ValidateCounts(&tc.spec, spec)
 			errs = append(errs, validateIngressClassName(tc.spec.IngressClassName, spec.Child("ingressClassName"))...)
 			errs = append(errs, validateResources(tc.spec.Resources, spec.Child("resources"))...)
+			errs = append(errs, validateConfigUpdateStrategy(tc.spec.ConfigUpdateStrategy, spec.Child("configUpdateStrategy"))...)
 			got := make([]string, len(errs))
 			for i, e := range errs {
 				got[i] = e.Field + ": " + e.Type.String() + " (" + e.Origin + ")"

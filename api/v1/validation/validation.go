@@ -50,6 +50,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)
 	errs = append(errs, validateIngressClassName(gw.Spec.IngressClassName, spec.Child("ingressClassName"))...)
 	errs = append(errs, validateResources(gw.Spec.Resources, spec.Child("resources"))...)
+	errs = append(errs, validateConfigUpdateStrategy(gw.Spec.ConfigUpdateStrategy, spec.Child("configUpdateStrategy"))...)
 	errs = append(errs, validateExposure(&gw.Spec, spec)...)
 	errs = append(errs, validateDelegations(gw, spec.Child("delegations"))...)
 	return errs

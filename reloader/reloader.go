@@ -1,0 +1,373 @@
+package reloader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Config is how the pod template runs the reloader (its flags, see Main).
+type Config struct {
+	// Template is the mounted configuration template: the gateway
+	// ConfigMap's key, projected by the kubelet.
+	Template string
+	// Output is the rendered file, in a directory the image's nginx.conf
+	// includes inside http {} (/etc/nginx/conf.d/gateway.conf); the probe
+	// server's file goes beside it.
+	Output string
+	// ProbeSocket is the Unix socket of the probe server (probeConfig).
+	ProbeSocket string
+	// ResolvConf is read for the cluster DNS (Nameservers) at every render.
+	ResolvConf string
+	// ResolverVariable is the template's placeholder for the resolvers,
+	// without ${}.
+	ResolverVariable string
+	// StatusAddress is where the status server listens (host:port); empty
+	// means none.
+	StatusAddress string
+	// ShutdownTimeout is nginx's worker_shutdown_timeout: how long workers
+	// of a replaced configuration, and all workers on shutdown, keep
+	// their open connections.
+	ShutdownTimeout time.Duration
+	// Watch reloads nginx when the template changes; without it the first
+	// configuration nginx starts with is the pod's for life (the Rollout
+	// strategy: a new configuration comes with new pods).
+	Watch bool
+	// ReloadTimeout bounds the wait for the workers of a reload (or of
+	// nginx's start) to serve the new configuration.
+	ReloadTimeout time.Duration
+	// Resync re-reads the template this often besides the file events.
+	Resync time.Duration
+	// Nginx is the nginx command and its arguments (the reloader adds -g).
+	Nginx []string
+	// Stdout and Stderr receive nginx's output and the reloader's log.
+	Stdout, Stderr io.Writer
+}
+
+// files are the rendered configuration and the probe server's file, as
+// nginx loads them together; nil contents mean no file.
+type files struct{ config, probe []byte }
+
+// reloader is one run: its nginx, what is on disk, what it reports.
+type reloader struct {
+	cfg   Config
+	log   *slog.Logger
+	nginx *nginxProcess
+	// onDisk is what the output files hold: the configuration nginx
+	// serves, or the last one it started with.
+	onDisk files
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Run supervises nginx until ctx ends, then stops it gracefully (nginx's
+// QUIT: no new connections, open ones kept for at most ShutdownTimeout)
+// and returns once it has exited. It returns early with an error when
+// nginx exits on its own.
+func Run(ctx context.Context, cfg Config) error {
+	if len(cfg.Nginx) == 0 {
+		return errors.New("no nginx command")
+	}
+	r := &reloader{cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil))}
+	r.nginx = newNginx(cfg.Nginx, cfg.ShutdownTimeout, cfg.ProbeSocket, cfg.Stdout, cfg.Stderr)
+	if cfg.StatusAddress != "" {
+		stop, err := serveStatus(cfg.StatusAddress, r.snapshot, r.log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	changes, stopWatch, err := watch(cfg.Template, cfg.Resync, r.log)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
+	r.onDisk = readFiles(cfg.Output, r.probePath())
+	if err := r.start(ctx, changes); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return r.stop()
+		case <-r.nginx.exited:
+			return r.nginx.exitErr()
+		case <-changes:
+			if cfg.Watch {
+				r.reload(ctx)
+			}
+		}
+	}
+}
+
+func (r *reloader) probePath() string {
+	return filepath.Join(filepath.Dir(r.cfg.Output), "apigateway-reloader.conf")
+}
+
+// snapshot is the Status the status server reports.
+func (r *reloader) snapshot() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.status
+	if s.Refused != nil {
+		refused := *s.Refused
+		s.Refused = &refused
+	}
+	return s
+}
+
+func (r *reloader) loaded(hash string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = Status{Loaded: hash}
+	r.log.Info("nginx serves the configuration", "hash", hash)
+}
+
+func (r *reloader) refuse(hash, reason, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Refused = &Refusal{Hash: hash, Reason: reason, Message: message}
+	r.log.Warn("configuration refused; the previous one stays", "hash", hash, "reason", reason, "message", message)
+}
+
+// start starts nginx with the current template. When nginx refuses it,
+// nginx starts with the configuration the previous run of the container
+// left in the output directory (an emptyDir outlives a restart), if any;
+// otherwise the reloader waits for another template.
+func (r *reloader) start(ctx context.Context, changes <-chan struct{}) error {
+	for {
+		hash, err := r.prepare(ctx)
+		if err != nil && r.onDisk.config != nil {
+			hash = probeConfigHash(r.onDisk.probe)
+		}
+		if hash != "" {
+			return r.launch(ctx, hash)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changes:
+		}
+	}
+}
+
+// launch starts nginx on the files on disk, whose template's hash is
+// hash, and waits until its workers serve them.
+func (r *reloader) launch(ctx context.Context, hash string) error {
+	if err := r.nginx.start(); err != nil {
+		return err
+	}
+	if err := r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout); err != nil {
+		stopErr := r.stop()
+		if ctx.Err() != nil {
+			// Stopped while starting: a shutdown like any other.
+			return stopErr
+		}
+		return fmt.Errorf("nginx did not start serving: %w: %s", err, r.nginx.takeErrors())
+	}
+	refused := r.snapshot().Refused
+	r.loaded(hash)
+	if refused != nil && refused.Hash != hash {
+		r.refuse(refused.Hash, refused.Reason, refused.Message)
+	}
+	return nil
+}
+
+// prepare renders the template into the output directory and tests it
+// with nginx -t. On a refusal it records why, puts the previous files
+// back and returns an error; on success the new files stay on disk and it
+// returns the template's hash.
+func (r *reloader) prepare(ctx context.Context) (string, error) {
+	template, err := os.ReadFile(r.cfg.Template)
+	if err != nil {
+		// A projected ConfigMap volume is never missing in a running pod;
+		// there is no configuration to name.
+		r.refuse("", ReasonUnreadable, Bound(err.Error(), MaxMessage))
+		return "", err
+	}
+	hash := Hash(template)
+	if st := r.snapshot(); hash == st.Loaded || (st.Refused != nil && hash == st.Refused.Hash) {
+		// Served already, or refused already: nothing new to test.
+		return "", errUnchanged
+	}
+	resolvConf, err := os.ReadFile(r.cfg.ResolvConf)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.refuse(hash, ReasonUnreadable, Bound(err.Error(), MaxMessage))
+		return "", err
+	}
+	next := files{
+		config: Render(template, r.cfg.ResolverVariable, Nameservers(resolvConf)),
+		probe:  probeConfig(r.cfg.ProbeSocket, hash),
+	}
+	if err := r.write(next); err != nil {
+		r.refuse(hash, ReasonUnreadable, Bound(err.Error(), MaxMessage))
+		return "", errors.Join(err, r.write(r.onDisk))
+	}
+	if msg, err := r.nginx.test(ctx); err != nil {
+		r.refuse(hash, ReasonNginxTestFailed, msg)
+		return "", errors.Join(err, r.write(r.onDisk))
+	}
+	r.onDisk = next
+	return hash, nil
+}
+
+// errUnchanged: the template is the one nginx serves, or one it refused.
+var errUnchanged = errors.New("unchanged")
+
+// reload loads a changed template: tested first, then nginx's HUP, then
+// the wait until its new workers answer with the new hash. A refusal or a
+// reload that does not take leaves the previous configuration serving and
+// on disk.
+func (r *reloader) reload(ctx context.Context) {
+	previous := r.onDisk
+	hash, err := r.prepare(ctx)
+	if err != nil {
+		return
+	}
+	old := r.nginx.workers()
+	if err := r.nginx.signal(syscall.SIGHUP); err != nil {
+		r.refuse(hash, ReasonReloadFailed, Bound(err.Error(), MaxMessage))
+		return
+	}
+	err = r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout)
+	if err == nil {
+		// Loaded means every new connection meets the new workers.
+		err = r.nginx.waitRetired(ctx, old, r.cfg.ReloadTimeout)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: whether it took does not matter any more.
+		return
+	}
+	if err != nil {
+		msg := r.nginx.takeErrors()
+		if msg == "" {
+			msg = err.Error()
+		}
+		r.refuse(hash, ReasonReloadFailed, Bound(msg, MaxMessage))
+		// nginx still runs the previous configuration: so must the disk,
+		// for the next test and the next start.
+		if err := r.write(previous); err == nil {
+			r.onDisk = previous
+		}
+		return
+	}
+	r.nginx.takeErrors()
+	r.loaded(hash)
+}
+
+// write puts f on disk, each file replaced atomically (a nil one removed).
+func (r *reloader) write(f files) error {
+	return errors.Join(writeAtomic(r.cfg.Output, f.config), writeAtomic(r.probePath(), f.probe))
+}
+
+// stop ends nginx gracefully and waits for it; past the shutdown timeout
+// and a margin it asks for the fast shutdown.
+func (r *reloader) stop() error {
+	if r.nginx.cmd == nil {
+		return nil
+	}
+	_ = r.nginx.signal(syscall.SIGQUIT)
+	select {
+	case <-r.nginx.exited:
+	case <-time.After(r.cfg.ShutdownTimeout + 5*time.Second):
+		_ = r.nginx.signal(syscall.SIGTERM)
+		<-r.nginx.exited
+	}
+	return nil
+}
+
+func readFiles(config, probe string) files {
+	c, err := os.ReadFile(config)
+	if err != nil {
+		return files{}
+	}
+	p, err := os.ReadFile(probe)
+	if err != nil || probeConfigHash(p) == "" {
+		return files{}
+	}
+	return files{config: c, probe: p}
+}
+
+// writeAtomic replaces path with data through a rename in its directory,
+// so nginx never reads half a file; nil data removes it.
+func writeAtomic(path string, data []byte) error {
+	if data == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// watch signals (coalesced) when the template may have changed: on any
+// event in its directory, where the kubelet swaps the ..data link of a
+// projected volume, and every resync besides.
+func watch(template string, resync time.Duration, log *slog.Logger) (<-chan struct{}, func(), error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.Add(filepath.Dir(template)); err != nil {
+		_ = w.Close()
+		return nil, nil, fmt.Errorf("watching %s: %w", filepath.Dir(template), err)
+	}
+	changes := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(resync)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				notify()
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("watching the template", "error", err)
+				notify()
+			case <-tick.C:
+				notify()
+			}
+		}
+	}()
+	return changes, func() { close(done); _ = w.Close() }, nil
+}
