@@ -30,6 +30,9 @@ type Options struct {
 	// webhook server hold together (see package inflight): 0 for
 	// inflight.DefaultBytes(), else at least inflight.MinBytes.
 	MaxInflightBytes int64
+	// GatewayAPI, when set, lets the validating webhook warn about a
+	// gateway that asks for HTTPRoutes on a cluster without them.
+	GatewayAPI GatewayAPI
 	// Tracing wraps each path in a server span that continues the trace
 	// the API server sends (traceparent), named apigateway.mutate,
 	// apigateway.validate and apigateway.convert (see package tracing).
@@ -89,7 +92,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
 	}}}}), admissionCopies))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
-		countingValidator{&Validator{Gateways: gateways, Services: services}},
+		countingValidator{&Validator{Gateways: gateways, Services: services, GatewayAPI: opts.GatewayAPI}},
 	}}), admissionCopies))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil

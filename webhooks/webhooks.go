@@ -109,6 +109,9 @@ type Validator struct {
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter
+	// GatewayAPI tells whether HTTPRoutes are served; nil skips the
+	// warning about a gateway that asks for them (gatewayAPIWarnings).
+	GatewayAPI GatewayAPI
 }
 
 var _ admission.Validator[*v1.APIGateway] = &Validator{}
@@ -152,6 +155,7 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	// The API server's warnings policy sends these, operator up or down.
 	spec := SpecWarnings(gw)
 	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
+	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
 		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict }) {

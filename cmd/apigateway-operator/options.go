@@ -172,7 +172,7 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 	}
 	return ctrl.Options{
 		Scheme: scheme,
-		Cache:  controller.CacheOptions(o.controller.GatewayAPI),
+		Cache:  controller.CacheOptions(),
 		Metrics: metricsserver.Options{
 			BindAddress:    o.metricsAddr,
 			SecureServing:  true,
