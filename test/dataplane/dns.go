@@ -1,4 +1,4 @@
-package controller
+package dataplane
 
 import (
 	"net"
@@ -10,26 +10,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// startServiceDNS runs a DNS server on a free loopback UDP port that plays
-// the cluster DNS for the data-plane test: every Service name under
-// svc.<defaultClusterDomain> is 127.0.0.1, where the test's backends
-// listen. AAAA questions get NODATA (no error, no answer): nginx asks A and
-// AAAA and fails the whole lookup when either is refused. Anything else is
-// NXDOMAIN. It returns the server's ip:port and stops when the test ends.
-func startServiceDNS(t *testing.T) string {
+// StartServiceDNS runs a DNS server on a free loopback UDP port that plays
+// the cluster DNS: every Service name under svc.<clusterDomain> is
+// 127.0.0.1, where the echo backends listen. AAAA questions get NODATA (no
+// error, no answer): nginx asks A and AAAA and fails the whole lookup when
+// either is refused. Anything else is NXDOMAIN. It returns the server's
+// ip:port and stops when the test ends.
+func StartServiceDNS(t testing.TB, clusterDomain string) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(answerServices), NotifyStartedFunc: func() { close(started) }}
+	zone := "svc." + clusterDomain + "."
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		answerServices(w, req, zone)
+	}), NotifyStartedFunc: func() { close(started) }}
 	served := make(chan error, 1)
 	go func() { served <- srv.ActivateAndServe() }()
 	select {
 	case <-started:
 	case err := <-served:
 		t.Fatalf("DNS server: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("DNS server did not start within 10s")
+	case <-time.After(Wait):
+		t.Fatalf("DNS server did not start within %s", Wait)
 	}
 	t.Cleanup(func() {
 		require.NoError(t, srv.Shutdown())
@@ -38,11 +41,10 @@ func startServiceDNS(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-func answerServices(w dns.ResponseWriter, req *dns.Msg) {
+func answerServices(w dns.ResponseWriter, req *dns.Msg, zone string) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.Authoritative = true
-	zone := "svc." + defaultClusterDomain + "."
 	for _, q := range req.Question {
 		name := strings.ToLower(q.Name)
 		switch {
