@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -36,4 +37,14 @@ func exchange(conn net.Conn, requestLine, host string) (int, string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// RawRequestTLS is RawRequest over TLS, with config's server name (SNI)
+// and roots.
+func RawRequestTLS(addr string, config *tls.Config, requestLine, host string) (int, string, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: Wait}, "tcp", addr, config)
+	if err != nil {
+		return 0, "", err
+	}
+	return exchange(conn, requestLine, host)
 }
