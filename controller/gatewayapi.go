@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	// fields would clash with a test helper of the package.
@@ -132,9 +133,13 @@ type httpRouteWatch struct {
 	api        *GatewayAPI
 	mgr        ctrl.Manager
 	reconciler controller.Controller
-	// retry spaces the attempts after a failed start (for one, the API
-	// server's discovery lags the CRD's Established condition briefly).
+	log        logr.Logger
+	// retry spaces the attempts after a failure (for one, the API
+	// server's discovery may lag the CRD's Established condition).
 	retry wait.Backoff
+	// requeue says the HTTPRoute gateways are still to be requeued after
+	// a change (Start's goroutine only).
+	requeue bool
 
 	decided chan struct{} // closed once the first decision is made
 	decide  sync.Once
@@ -159,7 +164,7 @@ func watchHTTPRoutes(mgr ctrl.Manager, reconciler controller.Controller) (*httpR
 		return nil, err
 	}
 	w := &httpRouteWatch{
-		api: api, mgr: mgr, reconciler: reconciler,
+		api: api, mgr: mgr, reconciler: reconciler, log: mgr.GetLogger().WithName("gatewayapi"),
 		retry:   wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 9, Cap: 30 * time.Second},
 		decided: make(chan struct{}),
 	}
@@ -173,7 +178,6 @@ func (w *httpRouteWatch) NeedLeaderElection() bool { return true }
 // Start follows the HTTPRoute CRD until ctx ends, then stops the
 // HTTPRoute cache.
 func (w *httpRouteWatch) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("gatewayapi")
 	defer w.decide.Do(func() { close(w.decided) })
 	defer w.stop()
 	changed := make(chan struct{}, 1)
@@ -198,7 +202,7 @@ func (w *httpRouteWatch) Start(ctx context.Context) error {
 		var retry <-chan time.Time
 		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
 			delay := backoff.Step()
-			log.Error(err, "following Gateway API; trying again", "after", delay)
+			w.log.Error(err, "following Gateway API; trying again", "after", delay)
 			retry = time.After(delay)
 		} else {
 			backoff = w.retry
@@ -213,8 +217,8 @@ func (w *httpRouteWatch) Start(ctx context.Context) error {
 	}
 }
 
-// sync starts or stops the HTTPRoute cache as the CRD says, and requeues
-// the HTTPRoute gateways when it did.
+// sync starts or stops the HTTPRoute cache as the CRD says, and then
+// requeues the HTTPRoute gateways.
 func (w *httpRouteWatch) sync(ctx context.Context) error {
 	served, err := w.api.ServesHTTPRoutes(ctx)
 	if err != nil {
@@ -224,9 +228,7 @@ func (w *httpRouteWatch) sync(ctx context.Context) error {
 	running := w.running != nil
 	w.mu.RUnlock()
 	switch {
-	case served == running:
-		return nil
-	case served:
+	case served && !running:
 		rc, err := w.start(ctx)
 		if err != nil {
 			return err
@@ -234,12 +236,21 @@ func (w *httpRouteWatch) sync(ctx context.Context) error {
 		w.mu.Lock()
 		w.running = rc
 		w.mu.Unlock()
-		ctrl.LoggerFrom(ctx).Info("the cluster serves HTTPRoutes: watching the operator's")
-	default:
+		w.requeue = true
+		w.log.Info("the cluster serves HTTPRoutes: watching the operator's")
+	case !served && running:
 		w.stop()
-		ctrl.LoggerFrom(ctx).Info("the cluster no longer serves HTTPRoutes: stopped watching them")
+		w.requeue = true
+		w.log.Info("the cluster no longer serves HTTPRoutes: stopped watching them")
 	}
-	return w.reconciler.Watch(source.Func(w.requeueHTTPRouteGateways))
+	if !w.requeue {
+		return nil
+	}
+	if err := w.reconciler.Watch(source.Func(w.requeueHTTPRouteGateways)); err != nil {
+		return err
+	}
+	w.requeue = false
+	return nil
 }
 
 // start runs a cache of the operator's HTTPRoutes (CacheOptions' label

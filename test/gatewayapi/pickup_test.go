@@ -152,11 +152,10 @@ func waitHTTPRoute(t *testing.T, gw client.ObjectKey) *gatewayv1.HTTPRoute {
 	t.Helper()
 	var route *gatewayv1.HTTPRoute
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		var list gatewayv1.HTTPRouteList
-		require.NoError(c, env.Client.List(context.Background(), &list, client.InNamespace(gw.Namespace),
-			client.MatchingLabels{controller.LabelInstance: gw.Name}))
-		require.Len(c, list.Items, 1)
-		route = &list.Items[0]
+		routes, err := listHTTPRoutes(context.Background(), gw)
+		require.NoError(c, err)
+		require.Len(c, routes, 1)
+		route = &routes[0]
 	}, waitFor, tick, "the HTTPRoute of %s", gw)
 	return route
 }

@@ -415,8 +415,14 @@ func assertAcceptedByTraefik(t *testing.T, gw client.ObjectKey) {
 // httpRoutesOf are the HTTPRoutes the operator made for gw.
 func httpRoutesOf(t *testing.T, gw client.ObjectKey) []gatewayv1.HTTPRoute {
 	t.Helper()
+	routes, err := listHTTPRoutes(t.Context(), gw)
+	require.NoError(t, err)
+	return routes
+}
+
+// listHTTPRoutes lists the HTTPRoutes the operator made for gw.
+func listHTTPRoutes(ctx context.Context, gw client.ObjectKey) ([]gatewayv1.HTTPRoute, error) {
 	var list gatewayv1.HTTPRouteList
-	require.NoError(t, env.Client.List(t.Context(), &list, client.InNamespace(gw.Namespace),
-		client.MatchingLabels{controller.LabelInstance: gw.Name}))
-	return list.Items
+	err := env.Client.List(ctx, &list, client.InNamespace(gw.Namespace), client.MatchingLabels{controller.LabelInstance: gw.Name})
+	return list.Items, err
 }
