@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	// fields would clash with a test helper of the package.
 	apifields "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -66,6 +65,7 @@ func servesHTTPRoutes(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // slimmed to what servesHTTPRoutes reads (its schema alone is hundreds of
 // kilobytes).
 func crdCache() cache.ByObject {
+	// (apifields: the package's tests have a helper named fields.)
 	return cache.ByObject{
 		Field: apifields.OneTermEqualSelector("metadata.name", HTTPRouteCRD),
 		Transform: func(obj any) (any, error) {
@@ -280,8 +280,7 @@ func (w *httpRouteWatch) start(ctx context.Context) (*routeCache, error) {
 	syncCtx, cancel := context.WithTimeout(cctx, time.Minute)
 	defer cancel()
 	if !c.WaitForCacheSync(syncCtx) {
-		rc.halt()
-		return nil, errors.New("the HTTPRoute cache did not sync within a minute")
+		return nil, errors.Join(errors.New("the HTTPRoute cache did not sync within a minute"), rc.halt())
 	}
 	rc.client, err = client.New(w.mgr.GetConfig(), client.Options{
 		HTTPClient: w.mgr.GetHTTPClient(), Scheme: w.mgr.GetScheme(), Mapper: w.mgr.GetRESTMapper(),
@@ -294,16 +293,16 @@ func (w *httpRouteWatch) start(ctx context.Context) (*routeCache, error) {
 		})
 	}
 	if err != nil {
-		rc.halt()
-		return nil, err
+		return nil, errors.Join(err, rc.halt())
 	}
 	return rc, nil
 }
 
-// halt stops the cache and waits for it.
-func (rc *routeCache) halt() {
+// halt stops the cache and waits for it; the error is the one it stopped
+// with.
+func (rc *routeCache) halt() error {
 	rc.stop()
-	<-rc.done
+	return <-rc.done
 }
 
 // stop stops the HTTPRoute cache, if it runs; its informer's handlers,
@@ -313,8 +312,11 @@ func (w *httpRouteWatch) stop() {
 	rc := w.running
 	w.running = nil
 	w.mu.Unlock()
-	if rc != nil {
-		rc.halt()
+	if rc == nil {
+		return
+	}
+	if err := rc.halt(); err != nil {
+		w.log.Error(err, "the HTTPRoute cache stopped with an error")
 	}
 }
 

@@ -64,7 +64,7 @@ func TestGatewayAPIPickedUpWithoutRestart(t *testing.T) {
 	crds, err := testenv.GatewayAPICRDs()
 	require.NoError(t, err)
 	startOperator(t, "127.0.0.1:53")
-	ns := newNamespace(t, "pickup", nil)
+	ns := newNamespace(t, "pickup")
 	wants := client.ObjectKey{Namespace: ns, Name: "wants"}
 	ingress := client.ObjectKey{Namespace: ns, Name: "ingress"}
 
@@ -75,7 +75,7 @@ func TestGatewayAPIPickedUpWithoutRestart(t *testing.T) {
 
 	for round := 1; round <= 2; round++ {
 		t.Logf("round %d: Gateway API installed", round)
-		pickup := measurePickup(t, wants)
+		pickup := measurePickup(wants)
 		installGatewayAPI(t, crds)
 		route := waitHTTPRoute(t, wants)
 		t.Logf("the HTTPRoute was created %s after its CRD was seen established", <-pickup)
@@ -97,7 +97,7 @@ func TestGatewayAPIPickedUpWithoutRestart(t *testing.T) {
 // established and then for gw's HTTPRoute, and sends how long the second
 // took after the first (or the time out): the figure the README's "within
 // seconds" rests on. The test waits for the HTTPRoute itself.
-func measurePickup(t *testing.T, gw client.ObjectKey) <-chan time.Duration {
+func measurePickup(gw client.ObjectKey) <-chan time.Duration {
 	out := make(chan time.Duration, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)

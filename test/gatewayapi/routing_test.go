@@ -172,7 +172,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 
 	t.Run("a listener whose allowedRoutes exclude the namespace", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "app", "127.0.0.1:9009")
-		ns := newNamespace(t, "restricted", nil)
+		ns := newNamespace(t, "restricted")
 		apply(t, apiGateway(ns, "app", listenerRestricted, route("app.restricted.example.com", "/", "Prefix", "app", 9009)))
 		gw := client.ObjectKey{Namespace: ns, Name: "app"}
 		startPod(t, gw)
@@ -191,7 +191,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("two gateways sharing a host on one Gateway split it by path", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "users", "127.0.0.1:9001")
 		dataplane.StartEchoBackend(t, "orders", "127.0.0.1:9002")
-		nsA, nsB := newNamespace(t, "team-a", nil), newNamespace(t, "team-b", nil)
+		nsA, nsB := newNamespace(t, "team-a"), newNamespace(t, "team-b")
 		apply(t, apiGateway(nsA, "shop", listenerHTTP, route("shared.example.com", "/users/", "Prefix", "users", 9001)))
 		apply(t, apiGateway(nsB, "shop", listenerHTTP, route("shared.example.com", "/orders/", "Prefix", "orders", 9002)))
 		a, b := client.ObjectKey{Namespace: nsA, Name: "shop"}, client.ObjectKey{Namespace: nsB, Name: "shop"}
@@ -218,7 +218,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		for i, name := range backends {
 			dataplane.StartEchoBackend(t, name, fmt.Sprintf("127.0.0.1:%d", 9100+i))
 		}
-		ns := newNamespace(t, "encoded", nil)
+		ns := newNamespace(t, "encoded")
 		const host = "encoded.example.com"
 		apply(t, apiGateway(ns, "encoded", listenerHTTP,
 			route(host, "/caf%C3%A9", "Exact", "cafe", 9100),
@@ -279,7 +279,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("wildcard hosts", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "wide", "127.0.0.1:9012")
 		dataplane.StartEchoBackend(t, "narrow", "127.0.0.1:9013")
-		nsA, nsB := newNamespace(t, "wide", nil), newNamespace(t, "narrow", nil)
+		nsA, nsB := newNamespace(t, "wide"), newNamespace(t, "narrow")
 		apply(t, apiGateway(nsA, "wide", listenerHTTP, route("*.wild.example.com", "/", "Prefix", "wide", 9012)))
 		apply(t, apiGateway(nsB, "narrow", listenerHTTP, route("*.b.wild.example.com", "/", "Prefix", "narrow", 9013)))
 		wide, narrow := client.ObjectKey{Namespace: nsA, Name: "wide"}, client.ObjectKey{Namespace: nsB, Name: "narrow"}
@@ -301,7 +301,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("a route added is served", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "v1", "127.0.0.1:9005")
 		dataplane.StartEchoBackend(t, "v2", "127.0.0.1:9006")
-		ns := newNamespace(t, "added", nil)
+		ns := newNamespace(t, "added")
 		apply(t, apiGateway(ns, "api", listenerHTTP, route("added.example.com", "/v1/", "Prefix", "v1", 9005)))
 		gw := client.ObjectKey{Namespace: ns, Name: "api"}
 		p := startPod(t, gw)
@@ -325,7 +325,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 
 	t.Run("switching to Ingress and back", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "web", "127.0.0.1:9007")
-		ns := newNamespace(t, "switch", nil)
+		ns := newNamespace(t, "switch")
 		manifest := apiGateway(ns, "web", listenerHTTP, route("switch.example.com", "/", "Prefix", "web", 9007))
 		apply(t, manifest)
 		gw := client.ObjectKey{Namespace: ns, Name: "web"}
@@ -355,7 +355,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("a gateway with 100 paths on one host", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "even", "127.0.0.1:9010")
 		dataplane.StartEchoBackend(t, "odd", "127.0.0.1:9011")
-		ns := newNamespace(t, "many", nil)
+		ns := newNamespace(t, "many")
 		var routes []string
 		for i := range 100 {
 			svc, port := "even", 9010

@@ -156,10 +156,10 @@ func waitForStorage(t *testing.T) {
 }
 
 // newNamespace creates a fresh namespace for one test (envtest cannot
-// delete namespaces) with labels, and returns its name.
-func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
+// delete namespaces) and returns its name.
+func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	require.NoError(t, env.Client.Create(t.Context(), ns))
 	return ns.Name
 }

@@ -101,8 +101,12 @@ func startTraefik(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var exitErr error
+	go func() {
+		exitErr = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -114,15 +118,14 @@ func startTraefik(t *testing.T) {
 		}
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
-			t.Logf("Traefik's log:\n%s", tail(out, 200))
+			t.Logf("Traefik's log (it exited: %v):\n%s", exitErr, tail(out, 200))
 		}
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		select {
-		case err := <-exited:
-			exited <- err
+		case <-exited:
 			out, _ := os.ReadFile(logPath)
-			require.FailNow(c, "Traefik exited", "%v\n%s", err, tail(out, 50))
+			require.FailNow(c, "Traefik exited", "%v\n%s", exitErr, tail(out, 50))
 		default:
 		}
 		status, _, err := dataplaneGet(pingAddr, "/ping", "localhost")
