@@ -14,6 +14,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 
 # Only what the binary is built from (see also .dockerignore).
+COPY admit/ admit/
 COPY api/ api/
 COPY certs/ certs/
 COPY cmd/ cmd/
@@ -24,6 +25,7 @@ COPY manifests/crd/ manifests/crd/
 COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
+COPY ownership/ ownership/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
 COPY tracing/ tracing/

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -99,7 +100,9 @@ func applyChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	}
 	// gw's own child out of the cache: its labels were removed, or the
 	// cache lags. Applying puts the labels back.
-	return apply(ctx, c.cached, k, k.stub(key), desired)
+	stub := k.stub(key)
+	stub.SetUID(m.GetUID())
+	return apply(ctx, c.cached, k, stub, desired)
 }
 
 // deleteChild deletes the child of k's kind named key when gw controls it:
@@ -194,15 +197,25 @@ func applyControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.
 	return apply(ctx, c, k, live, desired)
 }
 
-// apply applies desired under FieldOwner and returns the object the API
-// server answered with, so status sees the new generation at once.
+// apply applies desired under FieldOwner to live, the object checked to be
+// gw's, and returns the object the API server answered with, so status
+// sees the new generation at once. The apply carries live's UID: if the
+// object was deleted and its name taken by another since it was checked,
+// the API server refuses the write (a conflict), and the reconcile looks
+// again, instead of forcing the operator's fields onto someone else's
+// object.
 func apply[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c client.Client, k child[O, A], live O, desired A) (O, action, error) {
-	if err := c.Apply(ctx, desired, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	u := &unstructured.Unstructured{}
+	if err := convertJSON(desired, &u.Object); err != nil {
+		return live, unchanged, fmt.Errorf("building %s: %w", k.kind, err)
+	}
+	u.SetUID(live.GetUID())
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return live, unchanged, fmt.Errorf("applying %s %s: %w", k.kind, live.GetName(), err)
 	}
-	// Apply decoded the server's answer into desired.
+	// Apply decoded the server's answer into u.
 	fresh := k.newObj()
-	if err := convertJSON(desired, fresh); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, fresh); err != nil {
 		return live, updated, err
 	}
 	return fresh, updated, nil

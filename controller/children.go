@@ -20,6 +20,11 @@ type ChildOptions struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// TrustedProxies are the front proxies (IP addresses or CIDRs, such as
+	// the ingress controller's pods) whose X-Forwarded-For the gateway
+	// believes. Empty: the backend sees the connecting address in
+	// X-Forwarded-For and X-Real-IP, and the client's header is dropped.
+	TrustedProxies []string
 }
 
 // Desired are the children the operator applies for one gateway.
@@ -61,7 +66,7 @@ func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	case len(gw.Spec.Routes) > 0:
 		d.Ingress = desiredIngress(gw)
 	}
-	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain})
+	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain, TrustedProxies: opts.TrustedProxies})
 	if err != nil {
 		return d, err
 	}

@@ -4,119 +4,63 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
-// Two APIGateways of one ingress class, or attached to one Gateway, with a
-// route of the same validation.RouteKey would fight over its requests. The validating
-// webhook refuses the second, but it fails open, so while it does not
-// answer both can be stored. The reconciler then resolves the conflict the
-// way Gateway API resolves conflicting routes: the oldest gateway serves
-// the route, the others leave it out of every child and report it in
-// their Accepted condition.
+// Gateways compete for hosts and routes (package ownership): a host
+// belongs to the namespace that claimed it first, a route to the gateway
+// that claimed it first. The validating webhook refuses a gateway that
+// would lose, but it fails open, so while it does not answer a loser can
+// be stored. The reconciler then decides with the same function
+// (ownership.Resolve), from the claims it records in each gateway's
+// status: a loser leaves the route out of every child and reports it in
+// its Accepted condition, whatever its age.
 
-// routeConflict is a route of the gateway that another gateway serves.
+// routeConflict is a route of the gateway that another gateway holds.
 type routeConflict struct {
-	// index is the route's index in spec.routes.
-	index int
-	route v1.Route
-	// holder is the gateway that serves the route.
-	holder *v1.APIGateway
-	// sameAge: holder was created in the same second as the gateway and
-	// wins by namespace and name.
-	sameAge bool
+	ownership.Loss
+	// of is the gateway that lost the route: its holder is named only when
+	// it is of the same namespace (least disclosure: the status is read by
+	// the gateway's namespace, which may not read the holder's).
+	of *v1.APIGateway
 }
 
-// String names the route and its holder, for the condition's message.
+// String names the route and, when it may, its holder, for the Accepted
+// condition's message.
 func (c routeConflict) String() string {
-	why := "created earlier"
-	if c.sameAge {
-		why = "same age, first by namespace/name"
+	route := fmt.Sprintf("spec.routes[%d] (%s %s %s)", c.Index, c.Route.Host, c.Route.PathType, c.Route.Path)
+	if c.Reason == v1.ReasonHostOwned {
+		return route + fmt.Sprintf(": host %s belongs to another namespace, which claimed it first and lends this one no such path", c.Route.Host)
 	}
-	return fmt.Sprintf("spec.routes[%d] (%s %s %s) is served by APIGateway %s/%s, %s",
-		c.index, c.route.Host, c.route.PathType, c.route.Path, c.holder.Namespace, c.holder.Name, why)
+	holder := "an APIGateway of another namespace"
+	if c.Holder.Namespace == c.of.Namespace {
+		holder = "APIGateway " + c.Holder.Name
+	}
+	return route + fmt.Sprintf(" is served by %s, which claimed it first (%s)", holder, c.Scope)
 }
 
-// resolveConflicts splits gw's routes into those it serves and those that
-// another gateway wins. holders maps each of gw's route keys to the
-// gateways, of any namespace, with a route of that key (gw itself may be
-// among them, as it is in the index). A route without a key (a path with
-// no normal form, which the renderer refuses) competes with nothing. It is
-// pure: holders are only read.
-func resolveConflicts(gw *v1.APIGateway, holders map[string][]*v1.APIGateway) ([]v1.Route, []routeConflict) {
-	kept := make([]v1.Route, 0, len(gw.Spec.Routes))
-	var lost []routeConflict
-	scopes := validation.RouteScopes(gw)
-	for i := range gw.Spec.Routes {
-		r := &gw.Spec.Routes[i]
-		if w := routeWinner(gw, r, scopes, holders); w != nil {
-			lost = append(lost, routeConflict{index: i, route: *r, holder: w, sameAge: w.CreationTimestamp.Equal(&gw.CreationTimestamp)})
-			continue
-		}
-		kept = append(kept, *r)
+// conflicts are gw's lost routes as the status reports them.
+func conflicts(gw *v1.APIGateway, losses []ownership.Loss) []routeConflict {
+	out := make([]routeConflict, len(losses))
+	for i, l := range losses {
+		out[i] = routeConflict{Loss: l, of: gw}
 	}
-	return kept, lost
-}
-
-// routeWinner is the gateway that serves r instead of gw in one of gw's
-// scopes, or nil when gw serves it in all. A route lost at one parent
-// Gateway is left out at every other too: all of them get the same
-// HTTPRoutes.
-func routeWinner(gw *v1.APIGateway, r *v1.Route, scopes []string, holders map[string][]*v1.APIGateway) *v1.APIGateway {
-	for _, scope := range scopes {
-		key, ok := validation.RouteKey(scope, r)
-		if !ok {
-			return nil
-		}
-		if w := winner(gw, holders[key]); w != nil {
-			return w
-		}
-	}
-	return nil
-}
-
-// winner is the gateway of holders that serves their shared route, or nil
-// when that is gw. A gateway being deleted holds nothing: its children go
-// with it, and the next in line takes the route over at once.
-func winner(gw *v1.APIGateway, holders []*v1.APIGateway) *v1.APIGateway {
-	var best *v1.APIGateway
-	for _, h := range holders {
-		if isGateway(h, gw.Namespace, gw.Name) || !h.DeletionTimestamp.IsZero() || !precedes(h, gw) {
-			continue
-		}
-		if best == nil || precedes(h, best) {
-			best = h
-		}
-	}
-	return best
-}
-
-// precedes reports whether a wins a route over b: the older by
-// metadata.creationTimestamp, which has a resolution of one second, so
-// that ties, which are common, go to the first by namespace, then name.
-// Every gateway reaches the same verdict about any two.
-func precedes(a, b *v1.APIGateway) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
-func isGateway(gw *v1.APIGateway, namespace, name string) bool {
-	return gw.Namespace == namespace && gw.Name == name
+	return out
 }
 
 // maxConflictsShown bounds the Accepted condition's message: a gateway of
@@ -125,8 +69,118 @@ const maxConflictsShown = 5
 
 // conflictsMessage is the Accepted condition's message for lost routes.
 func conflictsMessage(lost []routeConflict) string {
-	return joinBounded(lost, maxConflictsShown) + ". Only the oldest APIGateway of an ingress class, or of a parent Gateway, serves a host, pathType and path; " +
-		"remove or change the route here or there"
+	return joinBounded(lost, maxConflictsShown) + ". A host belongs to the namespace that claimed it first, " +
+		"and a route to the APIGateway that claimed it first; remove or change the route here, " +
+		"or ask the host's owner for a delegation (spec.delegations)"
+}
+
+// conflictsReason is the Accepted condition's reason for lost routes:
+// HostOwned when some host belongs to another namespace.
+func conflictsReason(lost []routeConflict) string {
+	for _, c := range lost {
+		if c.Reason == v1.ReasonHostOwned {
+			return v1.ReasonHostOwned
+		}
+	}
+	return v1.ReasonRouteConflict
+}
+
+// decision is what the reconciler decided of gw's routes in one pass.
+type decision struct {
+	claims *v1.Claims
+	kept   []v1.Route
+	lost   []routeConflict
+}
+
+// decide claims gw's routes and scopes, and resolves them against the
+// gateways it competes with. routes are gw's HTTPRoutes as the cache has
+// them: a parent Gateway that refused them all is a scope gw does not
+// route in.
+func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*gatewayv1.HTTPRoute) (decision, error) {
+	classes, err := routeindex.Classes(ctx, r.clients.cached)
+	if err != nil {
+		return decision{}, err
+	}
+	others, err := ownership.Candidates(ctx, r.gateways, gw, classes)
+	if err != nil {
+		return decision{}, err
+	}
+	refused := refusedParents(routes)
+	routing := func(s ownership.Scope) bool {
+		if s.Ingress() {
+			return s.IngressRoutes(classes)
+		}
+		return !refused[s.Name]
+	}
+	claims := ownership.Stamp(gw, gw.Status.Claims, ownership.Scopes(gw, classes), routing, time.Now(), ownership.Floor(others))
+	losses := ownership.Resolve(ownership.Input{Gateway: gw, Claims: claims, Others: others, Classes: classes, Policy: r.opts.Policy})
+	d := decision{claims: claims, lost: conflicts(gw, losses)}
+	lostAt := make(map[int]bool, len(losses))
+	for _, l := range losses {
+		lostAt[l.Index] = true
+		markLost(claims, &l.Route)
+	}
+	for i, route := range gw.Spec.Routes {
+		if !lostAt[i] {
+			d.kept = append(d.kept, route)
+		}
+	}
+	return d, nil
+}
+
+// markLost flags route's claim as lost.
+func markLost(claims *v1.Claims, route *v1.Route) {
+	match, ok := validation.RouteMatch(route)
+	for i := range claims.Routes {
+		if ok && claims.Routes[i].Route == match {
+			claims.Routes[i].Lost = true
+		}
+	}
+}
+
+// refusedParents are the scopes ("gateway ns/name") of the parent
+// Gateways that refused every one of routes they answered for (Accepted
+// False, such as NotAllowedByListeners) and accepted none: the gateway
+// routes nowhere there, so its routes hold nothing there and block no one.
+// A parent that has not answered yet still counts as routing: a Gateway
+// whose controller is slow, or absent, must not let a second gateway in
+// beside the first.
+func refusedParents(routes []*gatewayv1.HTTPRoute) map[string]bool {
+	refused, accepted := map[string]bool{}, map[string]bool{}
+	for _, rt := range routes {
+		for _, p := range rt.Status.Parents {
+			if k := p.ParentRef.Kind; k != nil && *k != "Gateway" {
+				continue
+			}
+			ns := rt.Namespace
+			if p.ParentRef.Namespace != nil {
+				ns = string(*p.ParentRef.Namespace)
+			}
+			scope := validation.GatewayScope(ns, string(p.ParentRef.Name))
+			switch parentAccepted(&p) {
+			case metav1.ConditionTrue:
+				accepted[scope] = true
+			case metav1.ConditionFalse:
+				refused[scope] = true
+			}
+		}
+	}
+	for scope := range accepted {
+		delete(refused, scope)
+	}
+	return refused
+}
+
+// parentAccepted is a Gateway's status entry's Accepted status, at any
+// generation (a Gateway keeps serving what it accepted while it catches
+// up), or Unknown.
+func parentAccepted(p *gatewayv1.RouteParentStatus) metav1.ConditionStatus {
+	for _, c := range p.Conditions {
+		if c.Type == string(gatewayv1.RouteConditionAccepted) {
+			return metav1.ConditionStatus(c.Status)
+		}
+	}
+	return metav1.ConditionUnknown
 }
 
 // servedGateway is gw with only the routes it serves, kept, and only the
@@ -154,27 +208,15 @@ func servedGateway(gw *v1.APIGateway, kept []v1.Route) *v1.APIGateway {
 	return served
 }
 
-// holders are, for each of gw's route keys, the gateways of any namespace
-// with a route of that key, from the route index.
-func holders(ctx context.Context, gateways routeindex.Finder, gw *v1.APIGateway) (map[string][]*v1.APIGateway, error) {
-	keys := validation.RouteKeys(gw)
-	out := make(map[string][]*v1.APIGateway, len(keys))
-	for _, key := range keys {
-		gws, err := gateways.Serving(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("finding the gateways that serve %s: %w", key, err)
-		}
-		out[key] = gws
-	}
-	return out, nil
-}
-
 // competitorHandler enqueues, for an event on an APIGateway, the other
-// gateways that have one of its route keys, old or new: the winner of
-// that route may have changed for them (it appeared, left the route, or
-// went), so a loser takes a route over as soon as its holder lets it go.
-// The gateway's own reconcile comes from For, as before.
-type competitorHandler struct{ gateways routeindex.Finder }
+// gateways that compete with it, before or after the event: the winner of
+// a host or route may have changed for them (a claim appeared, was lost,
+// or went), so a loser takes a route over as soon as its holder lets it
+// go. The gateway's own reconcile comes from For, as before.
+type competitorHandler struct {
+	gateways routeindex.Finder
+	classes  client.Reader
+}
 
 type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
@@ -183,17 +225,18 @@ func (h competitorHandler) Create(ctx context.Context, e event.CreateEvent, q re
 	h.enqueue(ctx, q, e.Object)
 }
 
-// Update implements handler.EventHandler. Only what decides a route's
-// winner counts: the route keys and whether the gateway is being deleted
-// (creationTimestamp, namespace and name never change). Status writes,
-// every reconcile's, change neither, so they reconcile no one else.
+// Update implements handler.EventHandler. Only what decides a winner
+// counts: the spec (its routes, scopes and delegations), deletion, and the
+// claims. Status writes that change none of them (most of them) reconcile
+// no one else.
 func (h competitorHandler) Update(ctx context.Context, e event.UpdateEvent, q requestQueue) {
 	old, okOld := e.ObjectOld.(*v1.APIGateway)
 	gw, ok := e.ObjectNew.(*v1.APIGateway)
 	if !okOld || !ok {
 		return
 	}
-	if old.DeletionTimestamp.IsZero() == gw.DeletionTimestamp.IsZero() && sameKeys(old, gw) {
+	if old.DeletionTimestamp.IsZero() == gw.DeletionTimestamp.IsZero() && sameContest(old, gw) &&
+		apiequality.Semantic.DeepEqual(old.Status.Claims, gw.Status.Claims) {
 		return
 	}
 	h.enqueue(ctx, q, old, gw)
@@ -207,36 +250,48 @@ func (h competitorHandler) Delete(ctx context.Context, e event.DeleteEvent, q re
 // Generic implements handler.EventHandler; no source sends any.
 func (competitorHandler) Generic(context.Context, event.GenericEvent, requestQueue) {}
 
-// enqueue adds the gateways other than objs' own that hold one of objs'
-// route keys.
+// enqueue adds the gateways other than objs' own that compete with one of
+// objs (ownership.Candidates): the holders of its routes, and the other
+// namespaces' gateways on its hosts. Its own namespace's gateways on a
+// host keep their claims whatever it does, so they are left alone unless
+// they hold one of its routes: with thousands of gateways on one host,
+// an event costs a few lookups, not thousands of reconciles.
 func (h competitorHandler) enqueue(ctx context.Context, q requestQueue, objs ...client.Object) {
+	classes, err := routeindex.Classes(ctx, h.classes)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading the IngressClasses")
+		return
+	}
 	seen := map[reconcile.Request]bool{}
 	for _, obj := range objs {
 		gw, ok := obj.(*v1.APIGateway)
 		if !ok {
 			continue
 		}
-		for _, key := range validation.RouteKeys(gw) {
-			others, err := h.gateways.Serving(ctx, key)
-			if err != nil {
-				logf.FromContext(ctx).Error(err, "finding the gateways that share a route", "gateway", client.ObjectKeyFromObject(gw))
+		others, err := ownership.Candidates(ctx, h.gateways, gw, classes)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "finding the gateways that compete with one", "gateway", client.ObjectKeyFromObject(gw))
+			continue
+		}
+		for _, o := range others {
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}
+			if isGateway(o, gw.Namespace, gw.Name) || seen[req] {
 				continue
 			}
-			for _, o := range others {
-				req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}
-				if isGateway(o, gw.Namespace, gw.Name) || seen[req] {
-					continue
-				}
-				seen[req] = true
-				q.Add(req)
-			}
+			seen[req] = true
+			q.Add(req)
 		}
 	}
 }
 
-func sameKeys(a, b *v1.APIGateway) bool {
-	// The keys come from the spec alone, and the spec changes only with
-	// the generation: the status writes every reconcile makes, the most
-	// common update, need no key computed.
-	return a.Generation == b.Generation || slices.Equal(validation.RouteKeys(a), validation.RouteKeys(b))
+// sameContest reports whether a and b compete alike: the same route keys
+// (hosts, paths, scopes) and delegations. The spec changes only with the
+// generation, so most updates (status writes) compute no key.
+func sameContest(a, b *v1.APIGateway) bool {
+	return a.Generation == b.Generation ||
+		(slices.Equal(validation.RouteKeys(a), validation.RouteKeys(b)) && apiequality.Semantic.DeepEqual(a.Spec.Delegations, b.Spec.Delegations))
+}
+
+func isGateway(gw *v1.APIGateway, namespace, name string) bool {
+	return gw.Namespace == namespace && gw.Name == name
 }

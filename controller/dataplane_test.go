@@ -58,40 +58,51 @@ func TestDataPlane(t *testing.T) {
 		uri          string // the request URI it must receive; empty: target
 		matched      string // the decoded path nginx routed by; empty: uri before '?'
 	}{
-		"Prefix matches its path":                 {host: "api.example.com", target: "/users", status: 200, service: "users"},
-		"Prefix matches below it":                 {host: "api.example.com", target: "/users/42?x=1", status: 200, service: "users"},
-		"Prefix is element-wise":                  {host: "api.example.com", target: "/usersX", status: 404},
-		"Exact matches its path":                  {host: "api.example.com", target: "/version", status: 200, service: "version"},
-		"Exact matches nothing below":             {host: "api.example.com", target: "/version/x", status: 404},
-		"Exact matches no trailing slash":         {host: "api.example.com", target: "/version/", status: 404},
-		"Exact beats Prefix on the same path":     {host: "api.example.com", target: "/orders", status: 200, service: "orders-exact"},
-		"the Prefix route keeps what is below":    {host: "api.example.com", target: "/orders/7", status: 200, service: "orders"},
-		"wildcard matches one label":              {host: "a.example.com", target: "/anything", status: 200, service: "tenant"},
-		"wildcard does not match the bare domain": {host: "example.com", target: "/anything", status: 404},
-		"wildcard does not match two labels":      {host: "a.b.example.com", target: "/anything", status: 404},
-		"an exact host beats the wildcard":        {host: "api.example.com", target: "/anything", status: 404},
-		"unknown host":                            {host: "unknown.test", target: "/users", status: 404},
-		"host case is ignored":                    {host: "API.Example.COM", target: "/users", status: 200, service: "users"},
-		"a port in the Host header is ignored":    {host: "api.example.com:8080", target: "/users", status: 200, service: "users"},
-		"percent-encoded path":                    {host: "api.example.com", target: "/%75sers", status: 200, service: "users", matched: "/users"},
-		"percent-encoded path below a prefix":     {host: "api.example.com", target: "/public/%78", status: 200, service: "public", matched: "/public/x"},
-		"the query is not checked":                {host: "api.example.com", target: "/public/x?next=%2F..%2Finternal", status: 200, service: "public"},
-		"encoded slash after dot dot":             {host: "api.example.com", target: "/internal/..%2Fpublic/x", status: 400},
-		"dot dot segment":                         {host: "api.example.com", target: "/internal/../public/x", status: 400},
-		"dot segment":                             {host: "api.example.com", target: "/public/./x", status: 400},
-		"encoded dot segment":                     {host: "api.example.com", target: "/public/%2e%2e/internal/x", status: 400},
-		"encoded backslash":                       {host: "api.example.com", target: "/public/..%5Cinternal", status: 400},
-		"backslash":                               {host: "api.example.com", target: `/public/..\internal`, status: 400},
-		"empty segment":                           {host: "api.example.com", target: "/public//x", status: 400},
-		"a fragment in the request line":          {host: "api.example.com", target: "/public/x#/../../internal", status: 400},
-		"absolute form is routed by its host":     {host: "unknown.test", target: "http://api.example.com/users/1", status: 200, service: "users", uri: "/users/1"},
-		"absolute form is checked like any other": {host: "api.example.com", target: "http://api.example.com/internal/..%2Fpublic/x", status: 400},
-		"absolute form with an empty segment":     {host: "api.example.com", target: "http://api.example.com//public/x", status: 400},
-		"a path no route covers":                  {host: "api.example.com", target: "/", status: 404},
-		"Exact / alone":                           {host: "root.example.net", target: "/", status: 200, service: "root"},
-		"Exact / alone covers nothing else":       {host: "root.example.net", target: "/index.html", status: 404},
-		"a 253-character host":                    {host: longHost, target: "/x", status: 200, service: "long"},
-		"a route not yet added":                   {host: "api.example.com", target: "/new", status: 404},
+		"Prefix matches its path":                  {host: "api.example.com", target: "/users", status: 200, service: "users"},
+		"Prefix matches below it":                  {host: "api.example.com", target: "/users/42?x=1", status: 200, service: "users"},
+		"Prefix is element-wise":                   {host: "api.example.com", target: "/usersX", status: 404},
+		"Exact matches its path":                   {host: "api.example.com", target: "/version", status: 200, service: "version"},
+		"Exact matches nothing below":              {host: "api.example.com", target: "/version/x", status: 404},
+		"Exact matches no trailing slash":          {host: "api.example.com", target: "/version/", status: 404},
+		"Exact beats Prefix on the same path":      {host: "api.example.com", target: "/orders", status: 200, service: "orders-exact"},
+		"the Prefix route keeps what is below":     {host: "api.example.com", target: "/orders/7", status: 200, service: "orders"},
+		"wildcard matches one label":               {host: "a.example.com", target: "/anything", status: 200, service: "tenant"},
+		"wildcard does not match the bare domain":  {host: "example.com", target: "/anything", status: 404},
+		"wildcard does not match two labels":       {host: "a.b.example.com", target: "/anything", status: 404},
+		"an exact host beats the wildcard":         {host: "api.example.com", target: "/anything", status: 404},
+		"unknown host":                             {host: "unknown.test", target: "/users", status: 404},
+		"host case is ignored":                     {host: "API.Example.COM", target: "/users", status: 200, service: "users"},
+		"a port in the Host header is ignored":     {host: "api.example.com:8080", target: "/users", status: 200, service: "users"},
+		"percent-encoded path":                     {host: "api.example.com", target: "/%75sers", status: 200, service: "users", matched: "/users"},
+		"percent-encoded path below a prefix":      {host: "api.example.com", target: "/public/%78", status: 200, service: "public", matched: "/public/x"},
+		"the query is not checked":                 {host: "api.example.com", target: "/public/x?next=%2F..%2Finternal", status: 200, service: "public"},
+		"encoded slash after dot dot":              {host: "api.example.com", target: "/internal/..%2Fpublic/x", status: 400},
+		"dot dot segment":                          {host: "api.example.com", target: "/internal/../public/x", status: 400},
+		"dot segment":                              {host: "api.example.com", target: "/public/./x", status: 400},
+		"encoded dot segment":                      {host: "api.example.com", target: "/public/%2e%2e/internal/x", status: 400},
+		"encoded backslash":                        {host: "api.example.com", target: "/public/..%5Cinternal", status: 400},
+		"backslash":                                {host: "api.example.com", target: `/public/..\internal`, status: 400},
+		"empty segment":                            {host: "api.example.com", target: "/public//x", status: 400},
+		"a fragment in the request line":           {host: "api.example.com", target: "/public/x#/../../internal", status: 400},
+		"absolute form is routed by its host":      {host: "unknown.test", target: "http://api.example.com/users/1", status: 200, service: "users", uri: "/users/1"},
+		"absolute form is checked like any other":  {host: "api.example.com", target: "http://api.example.com/internal/..%2Fpublic/x", status: 400},
+		"absolute form with an empty segment":      {host: "api.example.com", target: "http://api.example.com//public/x", status: 400},
+		"path parameter":                           {host: "api.example.com", target: "/public/..;/internal/x", status: 400},
+		"encoded path parameter":                   {host: "api.example.com", target: "/public/..%3B/internal/x", status: 400},
+		"a session id as a path parameter":         {host: "api.example.com", target: "/users/1;jsessionid=x", status: 400},
+		"double encoding":                          {host: "api.example.com", target: "/public/%252e%252e/internal/x", status: 400},
+		"overlong UTF-8":                           {host: "api.example.com", target: "/public/%C0%AE%C0%AE/internal/x", status: 400},
+		"raw overlong UTF-8":                       {host: "api.example.com", target: "/public/\xC0\xAE\xC0\xAE/internal/x", status: 400},
+		"absolute form with a path parameter":      {host: "api.example.com", target: "http://api.example.com/public/..;/internal/x", status: 400},
+		"absolute form with a double encoding":     {host: "api.example.com", target: "http://api.example.com/public/%252e%252e/internal/x", status: 400},
+		"absolute form with overlong UTF-8":        {host: "api.example.com", target: "http://api.example.com/public/%C0%AE%C0%AE/internal/x", status: 400},
+		"encoded UTF-8 is routed":                  {host: "api.example.com", target: "/public/caf%C3%A9", status: 200, service: "public", matched: "/public/caf\u00e9"},
+		"a semicolon in the query is no parameter": {host: "api.example.com", target: "/public/x?a=1;b=2", status: 200, service: "public"},
+		"a path no route covers":                   {host: "api.example.com", target: "/", status: 404},
+		"Exact / alone":                            {host: "root.example.net", target: "/", status: 200, service: "root"},
+		"Exact / alone covers nothing else":        {host: "root.example.net", target: "/index.html", status: 404},
+		"a 253-character host":                     {host: longHost, target: "/x", status: 200, service: "long"},
+		"a route not yet added":                    {host: "api.example.com", target: "/new", status: 404},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -148,9 +159,55 @@ func TestDataPlane(t *testing.T) {
 		}
 		var got echoReply
 		require.NoError(t, json.Unmarshal([]byte(body), &got))
-		assert.Equal(t, echoReply{Service: "fresh", RequestURI: "/new/1", Path: "/new/1", Host: "api.example.com"}, got)
+		assert.Equal(t, echoReply{Service: "fresh", RequestURI: "/new/1", Path: "/new/1", Host: "api.example.com",
+			ForwardedFor: "127.0.0.1", RealIP: "127.0.0.1"}, got)
 		status, _, err = rawRequest(nginx.httpAddr, "GET /users HTTP/1.1", "api.example.com")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, status, "an old route was lost in the reload")
 	})
+}
+
+// TestDataPlaneForwardedFor checks, through real nginx, that a client
+// cannot choose the address its backend sees: without trusted proxies the
+// gateway replaces X-Forwarded-For with the connecting address; with the
+// connecting address trusted (a front proxy such as the ingress
+// controller), the client address that proxy appended is passed on, and
+// nothing the client wrote before it.
+func TestDataPlaneForwardedFor(t *testing.T) {
+	bin := nginxBinary(t)
+	ports := startEchoBackends(t, "users")
+	resolver := startServiceDNS(t)
+	gw := gateway("xff", route("api.example.com", "/", v1.PathTypePrefix, "users", ports["users"]))
+	tests := map[string]struct {
+		trusted []string
+		sent    []string // X-Forwarded-For headers the client sends
+		want    string   // X-Forwarded-For and X-Real-IP at the backend
+	}{
+		"no header":                             {want: "127.0.0.1"},
+		"a forged header is replaced":           {sent: []string{"6.6.6.6"}, want: "127.0.0.1"},
+		"a forged chain is replaced":            {sent: []string{"6.6.6.6, 10.0.0.1"}, want: "127.0.0.1"},
+		"the trusted proxy's client is kept":    {trusted: []string{"127.0.0.1"}, sent: []string{"203.0.113.7"}, want: "203.0.113.7"},
+		"what came before the proxy is not":     {trusted: []string{"127.0.0.0/8"}, sent: []string{"6.6.6.6, 203.0.113.7"}, want: "203.0.113.7"},
+		"a trusted proxy without the header":    {trusted: []string{"127.0.0.1"}, want: "127.0.0.1"},
+		"an untrusted peer's header is dropped": {trusted: []string{"10.0.0.0/8"}, sent: []string{"203.0.113.7"}, want: "127.0.0.1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			nginx := startNginx(t, bin, func(opts renderOptions) (string, error) {
+				opts.TrustedProxies = tc.trusted
+				return renderConfig(gw, opts)
+			}, resolver)
+			var headers []string
+			for _, h := range tc.sent {
+				headers = append(headers, "X-Forwarded-For: "+h)
+			}
+			status, body, err := rawRequest(nginx.httpAddr, "GET /x HTTP/1.1", "api.example.com", headers...)
+			require.NoError(t, err, nginx.logs())
+			require.Equal(t, http.StatusOK, status, body)
+			var got echoReply
+			require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+			assert.Equal(t, tc.want, got.ForwardedFor, "X-Forwarded-For at the backend")
+			assert.Equal(t, tc.want, got.RealIP, "X-Real-IP at the backend")
+		})
+	}
 }

@@ -134,6 +134,8 @@ type httpRouteWatch struct {
 	mgr        ctrl.Manager
 	reconciler controller.Controller
 	log        logr.Logger
+	// namespaces restrict the HTTPRoute cache (Options.Namespaces).
+	namespaces []string
 	// retry spaces the attempts after a failure (for one, the API
 	// server's discovery may lag the CRD's Established condition).
 	retry wait.Backoff
@@ -158,13 +160,13 @@ type routeCache struct {
 // watchHTTPRoutes makes the httpRouteWatch of reconciler, the controller
 // Reconcile runs in, and adds it to mgr (on the leader, as the
 // reconciler).
-func watchHTTPRoutes(mgr ctrl.Manager, reconciler controller.Controller) (*httpRouteWatch, error) {
+func watchHTTPRoutes(mgr ctrl.Manager, reconciler controller.Controller, namespaces []string) (*httpRouteWatch, error) {
 	api, err := NewGatewayAPI(mgr)
 	if err != nil {
 		return nil, err
 	}
 	w := &httpRouteWatch{
-		api: api, mgr: mgr, reconciler: reconciler, log: mgr.GetLogger().WithName("gatewayapi"),
+		api: api, mgr: mgr, reconciler: reconciler, log: mgr.GetLogger().WithName("gatewayapi"), namespaces: namespaces,
 		retry:   wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 9, Cap: 30 * time.Second},
 		decided: make(chan struct{}),
 	}
@@ -265,6 +267,12 @@ func (w *httpRouteWatch) start(ctx context.Context) (*routeCache, error) {
 		Mapper:                      w.mgr.GetRESTMapper(),
 		ByObject:                    map[client.Object]cache.ByObject{&gatewayv1.HTTPRoute{}: cachedChildren(httpRouteChild)},
 		ReaderFailOnMissingInformer: true,
+	}
+	if len(w.namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range w.namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
 	}
 	c, err := cache.New(w.mgr.GetConfig(), opts)
 	if err != nil {

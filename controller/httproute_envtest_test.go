@@ -364,36 +364,37 @@ func TestSwitchingExposure(t *testing.T) {
 	assert.Nil(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed), "an Ingress gateway has no Exposed condition")
 }
 
-// TestHTTPRouteConflictsArePerParentGateway: two gateways attached to one
-// Gateway with a route in common (admitted while the webhook was down):
-// the older serves it, the younger reports the conflict and its HTTPRoute
-// leaves the path out, and one that loses every route has no HTTPRoute at
-// all. A gateway attached to another Gateway competes with neither.
+// TestHTTPRouteConflictsArePerParentGateway: two gateways of a namespace
+// attached to one Gateway with a route in common (admitted while the
+// webhook was down): the first to claim it serves it, the other reports
+// the conflict and its HTTPRoute leaves the path out, and one that loses
+// every route has no HTTPRoute at all. A gateway attached to another
+// Gateway competes with neither.
 func TestHTTPRouteConflictsArePerParentGateway(t *testing.T) {
 	startOperator(t)
 	ctx := context.Background()
-	nsA, nsB := newNamespace(t, "hr-conflict-a"), newNamespace(t, "hr-conflict-b")
+	ns := newNamespace(t, "hr-conflict")
 	const host = "hr-conflict.example.com"
 	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
 
-	older := createHTTPRouteGateway(t, nsA, "shop", public,
+	older := createHTTPRouteGateway(t, ns, "shop", public,
 		route(host, "/users", v1.PathTypePrefix, "users-a", 80),
 		route(host, "/a-only", v1.PathTypePrefix, "only-a", 80))
 	waitHTTPRoutes(t, older, map[string][]string{host: {"PathPrefix /a-only -> shop:80", "PathPrefix /users -> shop:80"}})
 	waitObserved(t, older)
 
-	younger := createHTTPRouteGateway(t, nsB, "shop", public,
+	younger := createHTTPRouteGateway(t, ns, "younger", public,
 		route(host, "/users/", v1.PathTypePrefix, "users-b", 80), // the same route once normalised
 		route(host, "/b-only", v1.PathTypePrefix, "only-b", 80))
-	loser := createHTTPRouteGateway(t, nsB, "loser", public, route(host, "/a-only", v1.PathTypePrefix, "only-loser", 80))
-	elsewhere := createHTTPRouteGateway(t, nsB, "elsewhere", []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "internal"}},
+	loser := createHTTPRouteGateway(t, ns, "loser", public, route(host, "/a-only", v1.PathTypePrefix, "only-loser", 80))
+	elsewhere := createHTTPRouteGateway(t, ns, "elsewhere", []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "internal"}},
 		route(host, "/users", v1.PathTypePrefix, "users-internal", 80))
 
 	cur := waitCondition(t, younger, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	msg := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted).Message
-	assert.Contains(t, msg, "spec.routes[0] ("+host+" Prefix /users/) is served by APIGateway "+nsA+"/shop, ")
+	assert.Contains(t, msg, "spec.routes[0] ("+host+" Prefix /users/) is served by APIGateway shop, which claimed it first (gateway infra/public)")
 	assert.NotContains(t, msg, "spec.routes[1]")
-	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> shop:80"}})
+	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> younger:80"}})
 
 	waitCondition(t, loser, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	waitCondition(t, loser, v1.ConditionExposed, "False", v1.ReasonRouteConflict)
@@ -407,7 +408,38 @@ func TestHTTPRouteConflictsArePerParentGateway(t *testing.T) {
 	// The older lets its routes go: the others take them.
 	require.NoError(t, env.Client.Delete(ctx, older))
 	waitCondition(t, younger, v1.ConditionAccepted, "True", v1.ReasonAccepted)
-	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> shop:80", "PathPrefix /users -> shop:80"}})
+	waitHTTPRoutes(t, younger, map[string][]string{host: {"PathPrefix /b-only -> younger:80", "PathPrefix /users -> younger:80"}})
 	waitCondition(t, loser, v1.ConditionExposed, "Unknown", v1.ReasonPending)
 	waitHTTPRoutes(t, loser, map[string][]string{host: {"PathPrefix /a-only -> loser:80"}})
+}
+
+// TestARefusedGatewayHoldsNothing: a gateway whose parent Gateway refuses
+// it (its listeners do not admit the namespace) routes nowhere, so it
+// claims no host and blocks no one: a namespace the Gateway does admit
+// takes the host.
+func TestARefusedGatewayHoldsNothing(t *testing.T) {
+	startOperator(t)
+	nsA, nsB := newNamespace(t, "hr-refused"), newNamespace(t, "hr-admitted")
+	const host = "hr-refused.example.com"
+	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
+
+	refused := createHTTPRouteGateway(t, nsA, "squat", public, route(host, "/", v1.PathTypePrefix, "web-a", 80))
+	waitHTTPRoutes(t, refused, map[string][]string{host: {"PathPrefix / -> squat:80"}})
+	cur := waitCondition(t, refused, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	require.NotNil(t, cur.Status.Claims.RoutingSince, "not refused yet: it holds the host")
+
+	answerAsGatewayController(t, client.ObjectKey{Namespace: nsA, Name: HTTPRouteName(refused, host)},
+		gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace("infra")), Name: "public"},
+		metav1.Condition{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners", Message: "no listener admits namespace " + nsA},
+		metav1.Condition{Type: "ResolvedRefs", Status: "True", Reason: "ResolvedRefs", Message: "all references resolved"})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(refused), cur))
+		require.NotNil(c, cur.Status.Claims)
+		assert.Nil(c, cur.Status.Claims.RoutingSince, "refused everywhere: it routes nowhere")
+	}, waitFor, tick)
+
+	admitted := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
+	waitCondition(t, admitted, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, admitted, map[string][]string{host: {"PathPrefix / -> shop:80"}})
 }

@@ -248,8 +248,17 @@ func TestRenderedConfigLoadsMaximalHosts(t *testing.T) {
 // TestAmbiguousRequestPath holds the 400 rule's regular expression (PCRE in
 // nginx; the same syntax in Go's RE2) to the request URIs it must and must
 // not refuse. TestDataPlane sends the same kinds of request to nginx.
+// nginx's PCRE matches bytes, RE2 runes: each byte of the URI is given to
+// RE2 as the rune of the same value (Latin-1), so \xNN means the same to both.
 func TestAmbiguousRequestPath(t *testing.T) {
 	re := regexp.MustCompile(ambiguousRequestPath)
+	latin1 := func(s string) string {
+		r := make([]rune, len(s))
+		for i := range len(s) {
+			r[i] = rune(s[i])
+		}
+		return string(r)
+	}
 	tests := map[string]struct {
 		uri    string
 		refuse bool
@@ -280,10 +289,29 @@ func TestAmbiguousRequestPath(t *testing.T) {
 		"trailing dot dot":             {uri: "/a/..", refuse: true},
 		"dot before the query":         {uri: "/a/.?x", refuse: true},
 		"dot dot before the query":     {uri: "/a/..?x", refuse: true},
+		"encoded UTF-8":                {uri: "/caf%C3%A9/%E2%82%AC/%F0%9F%98%80"},
+		"percent not followed by hex":  {uri: "/100%25zz"},
+		"semicolon in the query":       {uri: "/a?x=1;y=2"},
+		"high byte in the query":       {uri: "/a?x=\xc0\xae"},
+		"path parameter":               {uri: "/public/..;/internal/x", refuse: true},
+		"path parameter after a name":  {uri: "/a;jsessionid=1", refuse: true},
+		"encoded semicolon":            {uri: "/public/..%3B/internal/x", refuse: true},
+		"encoded semicolon lower case": {uri: "/public/..%3b/internal/x", refuse: true},
+		"double-encoded dot":           {uri: "/public/%252e%252e/internal", refuse: true},
+		"double-encoded slash":         {uri: "/public/..%252Finternal", refuse: true},
+		"overlong dot C0":              {uri: "/public/%C0%AE%C0%AE/internal", refuse: true},
+		"overlong slash C0 lower case": {uri: "/public/..%c0%af", refuse: true},
+		"overlong C1":                  {uri: "/a%C1%9C", refuse: true},
+		"overlong three bytes":         {uri: "/a%E0%80%AE", refuse: true},
+		"overlong four bytes":          {uri: "/a%F0%80%80%AE", refuse: true},
+		"surrogate":                    {uri: "/a%ED%A0%80", refuse: true},
+		"lead byte past U+10FFFF":      {uri: "/a%F5%80%80%80", refuse: true},
+		"raw overlong dot":             {uri: "/public/\xc0\xae\xc0\xae/internal", refuse: true},
+		"raw UTF-8":                    {uri: "/caf\xc3\xa9", refuse: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.refuse, re.MatchString(tc.uri), "request URI %q", tc.uri)
+			assert.Equal(t, tc.refuse, re.MatchString(latin1(tc.uri)), "request URI %q", tc.uri)
 		})
 	}
 }

@@ -262,3 +262,44 @@ func contents(t *testing.T, obj client.Object) string {
 	}
 	return string(fields["data"])
 }
+
+// TestApplyCarriesTheUIDItChecked: an apply to a child the reconciler
+// checked is refused by the API server when the object of that name is no
+// longer the one checked (deleted, and its name taken by another), and the
+// other object is left exactly as it was.
+func TestApplyCarriesTheUIDItChecked(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "uid")
+	gw := gateway("shop", route("uid.example.com", "/", v1.PathTypePrefix, "web", 80))
+	gw.Namespace, gw.UID = ns, "uid-of-the-gateway"
+	want, err := Children(gw, ChildOptions{DefaultImage: testImage})
+	require.NoError(t, err)
+
+	// The name is taken since the check, by an object of someone else.
+	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configMapName(gw)}, Data: map[string]string{"mine": "yes"}}
+	require.NoError(t, env.Client.Create(ctx, taken))
+	checked := configMapChild.stub(client.ObjectKeyFromObject(taken))
+	checked.SetUID("uid-of-the-child-that-was-checked")
+
+	_, _, err = apply(ctx, env.Client, configMapChild, checked, want.ConfigMap)
+	require.Error(t, err, "the apply must not write over another object")
+	assert.True(t, apierrors.IsConflict(err) || apierrors.IsInvalid(err), "%v", err)
+	after := &corev1.ConfigMap{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(taken), after))
+	assert.Equal(t, map[string]string{"mine": "yes"}, after.Data)
+	assert.Empty(t, after.OwnerReferences)
+
+	// Deleted, not replaced: the apply must not create it again.
+	require.NoError(t, env.Client.Delete(ctx, taken))
+	_, _, err = apply(ctx, env.Client, configMapChild, checked, want.ConfigMap)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.True(t, apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(taken), &corev1.ConfigMap{})))
+
+	// The object that was checked: applied.
+	mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configMapName(gw)}}
+	require.NoError(t, env.Client.Create(ctx, mine))
+	_, act, err := apply(ctx, env.Client, configMapChild, mine, want.ConfigMap)
+	require.NoError(t, err)
+	assert.Equal(t, updated, act)
+}

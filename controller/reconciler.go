@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -30,6 +32,7 @@ import (
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 	"example.com/apigateway-operator/tracing"
 )
@@ -55,6 +58,16 @@ type Options struct {
 	Resolvers []string
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
+	// TrustedProxies: see ChildOptions.
+	TrustedProxies []string
+	// Namespaces, when set, are the only namespaces the manager's cache
+	// holds (namespaced mode); the HTTPRoute cache (httpRouteWatch) is
+	// restricted to them too.
+	Namespaces []string
+	// Policy says whether a host belongs to the namespace that claimed it
+	// first (ownership.Strict, the default when empty) or every namespace
+	// may route on every host (ownership.InterNamespaceAllowed).
+	Policy ownership.Policy
 	// NameTakenRetry is how often a gateway whose child name is held by
 	// an object it does not control looks again; 0 means a minute. Such
 	// objects are outside the cache, so no event says when the name is
@@ -64,7 +77,7 @@ type Options struct {
 
 // children are the options that shape the children (Children).
 func (o Options) children() ChildOptions {
-	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain}
+	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies}
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
@@ -89,6 +102,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingressclasses,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler with mgr. The manager's cache
 // should be built with CacheOptions.
@@ -111,8 +125,17 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if _, err := resolverArgs(opts.Resolvers); err != nil {
 		return err
 	}
+	if _, err := TrustedProxies(opts.TrustedProxies); err != nil {
+		return err
+	}
+	if opts.Policy == "" {
+		opts.Policy = ownership.Strict
+	}
 	gateways, err := routeindex.Index(context.Background(), mgr.GetCache())
 	if err != nil {
+		return err
+	}
+	if err := routeindex.WatchClasses(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	r := &Reconciler{
@@ -132,7 +155,10 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		// Status-only writes (ours included) do not bump the generation.
 		For(&v1.APIGateway{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The gateways that compete with one for a route.
-		Watches(&v1.APIGateway{}, competitorHandler{gateways}).
+		Watches(&v1.APIGateway{}, competitorHandler{gateways: gateways, classes: mgr.GetClient()}).
+		// A class that appears, goes or becomes the default changes where
+		// the gateways of that class, or of none, route.
+		WatchesMetadata(ingressClass(), handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -142,7 +168,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		return err
 	}
 	// HTTPRoutes are watched while the cluster serves them.
-	w, err := watchHTTPRoutes(mgr, c)
+	w, err := watchHTTPRoutes(mgr, c, opts.Namespaces)
 	r.httpRoutes = w.client
 	return err
 }
@@ -169,14 +195,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if gw == nil {
 		return ctrl.Result{}, err
 	}
-	held, err := holders(ctx, r.gateways, gw)
+	d, err := r.decide(ctx, gw, r.currentHTTPRoutes(ctx, gw))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	kept, lost := resolveConflicts(gw, held)
-	dep, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, kept))
-	r.noteConflicts(gw, lost)
-	statusErr := r.updateStatus(ctx, gw, dep, failures, lost, exposed)
+	dep, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
+	r.noteConflicts(gw, d.lost)
+	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed)
 	return reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
 }
 
@@ -188,7 +213,7 @@ func (r *Reconciler) noteConflicts(gw *v1.APIGateway, lost []routeConflict) {
 	if len(lost) == 0 || meta.IsStatusConditionFalse(gw.Status.Conditions, v1.ConditionAccepted) {
 		return
 	}
-	r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, v1.ReasonRouteConflict, "Resolve", "%s", conflictsMessage(lost))
+	r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, conflictsReason(lost), "Resolve", "%s", conflictsMessage(lost))
 }
 
 // fetch reads the gateway named key; nil means there is nothing to do.
@@ -425,8 +450,9 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 
 // updateStatus writes gw's status through the status subresource, only
 // when it differs from what gw already says.
-func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, lost []routeConflict, exposed *metav1.Condition) error {
-	want := computeStatus(gw, dep, failures, lost, exposed, metav1.NewTime(time.Now().Truncate(time.Second)))
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition) error {
+	want := computeStatus(gw, dep, failures, d.lost, exposed, metav1.NewTime(time.Now().Truncate(time.Second)))
+	want.Claims = d.claims
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}
@@ -460,3 +486,54 @@ var (
 		slim: slimHTTPRoute,
 	}
 )
+
+// ingressClass is the IngressClass as the reconciler watches it: metadata
+// only (routeindex.WatchClasses).
+func ingressClass() *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("IngressClass"))
+	return obj
+}
+
+// gatewaysOfClass are the gateways exposed through an Ingress of the
+// class obj, or of no class (the default may have changed).
+func (r *Reconciler) gatewaysOfClass(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1.APIGatewayList
+	if err := r.clients.cached.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "listing the gateways of an IngressClass", "ingressClass", obj.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		gw := &list.Items[i]
+		if exposedByHTTPRoute(gw) || (gw.Spec.IngressClassName != nil && *gw.Spec.IngressClassName != obj.GetName()) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
+	}
+	return out
+}
+
+// currentHTTPRoutes are the HTTPRoutes gw controls, as the cache has them
+// before this pass applies any: the parents that accepted them are where
+// gw routes.
+func (r *Reconciler) currentHTTPRoutes(ctx context.Context, gw *v1.APIGateway) []*gatewayv1.HTTPRoute {
+	if !exposedByHTTPRoute(gw) {
+		return nil
+	}
+	hr, err := r.httpRoutes(ctx)
+	if err != nil || hr == nil {
+		return nil
+	}
+	var all gatewayv1.HTTPRouteList
+	if err := hr.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
+		return nil
+	}
+	var out []*gatewayv1.HTTPRoute
+	for i := range all.Items {
+		if checkControlled(&all.Items[i], gw) == nil {
+			out = append(out, &all.Items[i])
+		}
+	}
+	return out
+}

@@ -80,7 +80,7 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 // the gateway does serve.
 func acceptedCondition(lost []routeConflict) metav1.Condition {
 	if len(lost) > 0 {
-		return metav1.Condition{Type: v1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v1.ReasonRouteConflict,
+		return metav1.Condition{Type: v1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: conflictsReason(lost),
 			Message: conflictsMessage(lost)}
 	}
 	return metav1.Condition{Type: v1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1.ReasonAccepted,

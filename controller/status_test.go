@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/ownership"
 )
 
 func deploymentWith(generation int64, s appsv1.DeploymentStatus) *appsv1.Deployment {
@@ -117,11 +118,12 @@ func TestAcceptedCondition(t *testing.T) {
 	st := computeStatus(gw, dep, nil, nil, nil, now)
 	assertCondition(t, st.Conditions, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 
-	lost := []routeConflict{{index: 1, route: gw.Spec.Routes[1], holder: competing("team-a", "shop", 1)}}
+	lost := []routeConflict{{of: gw, Loss: ownership.Loss{Index: 1, Route: gw.Spec.Routes[1], Holder: competing("team-a", "shop", 1),
+		Reason: v1.ReasonRouteConflict, Scope: "default"}}}
 	conflicted := computeStatus(gw, dep, nil, lost, nil, now)
 	assertCondition(t, conflicted.Conditions, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	assert.Contains(t, meta.FindStatusCondition(conflicted.Conditions, v1.ConditionAccepted).Message,
-		"spec.routes[1] (a.example.com Prefix /x) is served by APIGateway team-a/shop, created earlier")
+		"spec.routes[1] (a.example.com Prefix /x) is served by an APIGateway of another namespace, which claimed it first (default)")
 	for _, typ := range []string{v1.ConditionReady, v1.ConditionProgressing, v1.ConditionDegraded} {
 		assert.Equal(t, meta.FindStatusCondition(st.Conditions, typ), meta.FindStatusCondition(conflicted.Conditions, typ), typ)
 	}

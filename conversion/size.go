@@ -75,6 +75,12 @@ func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
 			total += escBytes*(len(c.Name)+len(c.Request)) + elementBytes
 		}
 	}
+	for _, d := range spec.Delegations {
+		total += escBytes*(len(d.Host)+len(d.Namespace)) + 2*elementBytes
+		for _, p := range d.PathPrefixes {
+			total += escBytes*len(p) + elementBytes
+		}
+	}
 	if e := spec.Exposure; e != nil {
 		total += escBytes*len(e.Type) + elementBytes
 		if h := e.HTTPRoute; h != nil {

@@ -241,7 +241,9 @@ func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 		bare := &v1alpha1.APIGateway{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"},
 			Spec: v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
-				{Host: "API.Example.com.", ServiceName: "api", ServicePort: 80},
+				// A host of its own: the first namespace to route a host
+				// owns it, and another test's namespace has api.example.com.
+				{Host: "API.Bare.example.com.", ServiceName: "api", ServicePort: 80},
 			}},
 		}
 		require.NoError(t, env.Client.Create(ctx, bare))
@@ -250,7 +252,7 @@ func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 		got := &v1.APIGateway{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(bare), got))
 		assertSameSpec(t, v1.APIGatewaySpec{Image: defaultImage, Replicas: ptr.To[int32](1), Routes: []v1.Route{
-			hubRoute("api.example.com", "/", v1.PathTypePrefix, "api", 80),
+			hubRoute("api.bare.example.com", "/", v1.PathTypePrefix, "api", 80),
 		}}, got.Spec)
 
 		alpha := &v1alpha1.APIGateway{}

@@ -1,34 +1,37 @@
 // Package offline judges APIGateway manifests as the API server and the
 // operator's webhooks would, with no cluster: the embedded CRD's schema and
 // CEL rules (evaluated by apiextensions-apiserver's own packages), the
-// conversion webhook's functions, webhooks.Default and webhooks.Validate.
-// The validate and convert subcommands are built on it.
+// admission policies and the mutating webhook's matchConditions (evaluated
+// by the API server's own packages, through package admit), the conversion
+// webhook's functions, the defaults table (api/v1/defaults) and
+// admit.Validate. The validate and convert subcommands are built on it.
 package offline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
-	"example.com/apigateway-operator/webhooks"
+	"example.com/apigateway-operator/api/v1/defaults"
 )
 
 // Options are what the API server and the webhooks would know besides the
 // objects.
 type Options struct {
 	// Defaults are the operator's --default-image and --default-replicas.
-	Defaults webhooks.Defaults
+	Defaults defaults.Operator
 	// Namespace is the namespace of objects that name none, as kubectl's
 	// current namespace would be.
 	Namespace string
@@ -83,29 +86,28 @@ func (r *Report) Valid() bool {
 }
 
 // Checker judges documents; it holds the CRD's compiled schemas and the
-// mutating webhook's compiled matchConditions.
+// compiled admission policies.
 type Checker struct {
-	schemas *Schemas
-	matcher matchconditions.Matcher
-	policy  *defaultsPolicy
+	schemas  *Schemas
+	policy   *admit.DefaultsPolicy
+	warnings *admit.WarningsPolicy
 }
 
-// NewChecker compiles the embedded CRD, webhook configurations and
-// defaults policy.
+// NewChecker compiles the embedded CRD and admission policies.
 func NewChecker() (*Checker, error) {
 	s, err := LoadSchemas()
 	if err != nil {
 		return nil, err
 	}
-	m, err := mutatingMatcher()
+	p, err := admit.CompiledDefaults()
 	if err != nil {
 		return nil, err
 	}
-	p, err := newDefaultsPolicy()
+	w, err := admit.CompiledWarnings()
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{schemas: s, matcher: m, policy: p}, nil
+	return &Checker{schemas: s, policy: p, warnings: w}, nil
 }
 
 // Rules that are not the webhooks' (field.Error.Origin) name the stage.
@@ -144,8 +146,8 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		if o.Namespace == "" {
 			o.Namespace = opts.Namespace
 		}
-		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults.ForNamespace(annotations[o.Namespace]),
-			webhooks.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
+		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults, annotations[o.Namespace],
+			admit.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
 		o.Errors, o.Warnings, o.Valid = errs, warnings, len(errs) == 0
 		if o.Valid {
 			o.Gateway = gw
@@ -197,15 +199,15 @@ func (c *Checker) related(docs []Document, opts Options) (map[string]map[string]
 // defaults again, the CRD's validation and CEL rules in u's own version,
 // and the validating webhook on the v1 form. It stops at the first stage
 // that refuses u, as the API server does.
-func (c *Checker) admit(ctx context.Context, u *unstructured.Unstructured, namespace string, defaults webhooks.Defaults,
-	related webhooks.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
+func (c *Checker) admit(ctx context.Context, u *unstructured.Unstructured, namespace string, op defaults.Operator,
+	nsAnnotations map[string]string, related admit.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
 	version := u.GroupVersionKind().Version
 	vs := c.schemas.version(version)
 	if vs == nil {
 		return nil, []Problem{{Rule: RuleVersion, Message: fmt.Sprintf("no matches for kind %q in version %q: the CRD serves %s",
 			u.GetKind(), u.GetAPIVersion(), strings.Join(Versions, " and "))}}, nil
 	}
-	gw, problems, warnings := c.admitVersion(ctx, u, vs, namespace, defaults, related)
+	gw, problems, warnings := c.admitVersion(ctx, u, vs, namespace, op, nsAnnotations, related)
 	if vs.deprecation != "" {
 		warnings = append([]string{vs.deprecation}, warnings...)
 	}
@@ -213,8 +215,8 @@ func (c *Checker) admit(ctx context.Context, u *unstructured.Unstructured, names
 }
 
 // admitVersion is admit for an object of a served version.
-func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, namespace string, defaults webhooks.Defaults,
-	related webhooks.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
+func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, namespace string, op defaults.Operator,
+	nsAnnotations map[string]string, related admit.RelatedObjects) (*v1.APIGateway, []Problem, []string) {
 	u.SetNamespace(namespace)
 	unknown, err := vs.decode(u)
 	if err != nil {
@@ -227,7 +229,7 @@ func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured
 		}
 		return nil, problems, nil
 	}
-	if problems := c.mutate(ctx, u, vs, defaults); len(problems) > 0 {
+	if problems := c.mutate(ctx, u, vs, op, nsAnnotations); len(problems) > 0 {
 		return nil, problems, nil
 	}
 	if errs := vs.validate(ctx, u, c.schemas.Group, c.schemas.Kind); len(errs) > 0 {
@@ -238,29 +240,32 @@ func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured
 	if err != nil {
 		return nil, []Problem{{Rule: RuleDecode, Message: err.Error()}}, nil
 	}
-	errs, warnings := webhooks.Validate(nil, gw, related)
-	warnings = append(strategyWarnings, warnings...)
+	v1Form, err := fromV1(gw, v1.GroupVersion.Version)
+	if err != nil {
+		return nil, []Problem{{Rule: RuleDecode, Message: err.Error()}}, nil
+	}
+	// The warnings policy's, then the validating webhook's.
+	warnings := append(strategyWarnings, c.warnings.Warnings(ctx, v1Form)...)
+	errs, webhookWarnings := admit.Validate(nil, gw, related)
+	warnings = append(warnings, webhookWarnings...)
 	if len(errs) > 0 {
 		return nil, problemsOf(errs, ""), warnings
 	}
 	return gw, nil, warnings
 }
 
-// mutate is what the mutating webhook does to u. The API server hands the
-// webhook u's v1 form (converting a v1alpha1 object through the conversion
-// webhook) when the webhook's matchConditions match it; the webhook
-// defaults it (webhooks.Default) and what changed is written back in u's
-// version, then the schema's defaults are applied again, as the API server
-// does after a patch. An object the webhook cannot decode is refused by it
-// (its answer is a denial, which the failurePolicy does not cover).
-func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, defaults webhooks.Defaults) []Problem {
+// mutate is what admission's mutating stage does to u: the defaults
+// policy, on the object as sent (a v1 one: a v1alpha1 object reaches it
+// through the conversion webhook, and the table the policy is generated
+// from then defaults it below), then the mutating webhook when its
+// matchConditions match u's v1 form, which the API server hands it; the
+// webhook's patch (defaults.Patch) is applied to that form and written back
+// in u's version, then the schema's defaults are applied again, as the API
+// server does after a patch.
+func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *versionSchema, op defaults.Operator, nsAnnotations map[string]string) []Problem {
 	if vs.version == v1.GroupVersion.Version {
-		// The defaults policy runs first, on the object as sent; a failure
-		// is its failurePolicy's (Ignore). A v1alpha1 object reaches it
-		// through the conversion webhook, whose typed decoding the webhook
-		// path below models (the policy and Default agree: a test holds
-		// them to each other through the API server).
-		if patched, err := c.policy.apply(ctx, u, defaults); err == nil {
+		// A failure is the policy's failurePolicy's (Ignore).
+		if patched, err := c.policy.Apply(ctx, u, op.PolicyData(), nsAnnotations); err == nil {
 			u.Object = patched.Object
 			vs.setDefaults(u)
 		}
@@ -275,27 +280,26 @@ func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *
 			return []Problem{{Rule: RuleDecode, Message: "conversion webhook: " + err.Error()}}
 		}
 	}
-	if call, err := c.callsMutatingWebhook(ctx, v1Form); err != nil {
+	if call, err := admit.CallsMutatingWebhook(ctx, v1Form); err != nil {
 		return []Problem{{Rule: RuleDecode, Message: "the mutating webhook's matchConditions: " + err.Error()}}
 	} else if !call {
 		return nil
 	}
-	gw, err := toV1(u)
-	if err != nil {
-		return []Problem{{Rule: RuleDecode, Message: err.Error()}}
-	}
-	spec := field.NewPath("spec")
-	if errs := validation.ValidateCounts(&gw.Spec, spec); len(errs) > 0 {
-		return problemsOf(errs, "")
-	}
-	before := gw.DeepCopy()
-	webhooks.Default(gw, defaults)
-	if apiequality.Semantic.DeepEqual(before.Spec, gw.Spec) {
+	ops := defaults.Patch(v1Form.Object, op.Params(nsAnnotations))
+	if len(ops) == 0 {
 		return nil
 	}
+	patched, err := applyOps(v1Form.Object, ops)
+	if err != nil {
+		return []Problem{{Rule: RuleDecode, Message: "the mutating webhook's patch: " + err.Error()}}
+	}
 	if vs.version == v1.GroupVersion.Version {
-		patchDefaults(u.Object, &before.Spec, &gw.Spec)
+		u.Object = patched
 	} else {
+		gw, err := toV1(&unstructured.Unstructured{Object: patched})
+		if err != nil {
+			return []Problem{{Rule: RuleDecode, Message: err.Error()}}
+		}
 		back, err := fromV1(gw, vs.version)
 		if err != nil {
 			return []Problem{{Rule: RuleDecode, Message: "converting the defaulted object back: " + err.Error()}}
@@ -308,55 +312,27 @@ func (c *Checker) mutate(ctx context.Context, u *unstructured.Unstructured, vs *
 	return nil
 }
 
-// patchDefaults writes into a v1 object what Default changed, field by
-// field, as the mutating webhook's JSON patch does: members Default does not
-// set stay as they were.
-func patchDefaults(obj map[string]any, before, after *v1.APIGatewaySpec) {
-	spec, ok := obj["spec"].(map[string]any)
-	if !ok {
-		spec = map[string]any{}
-		obj["spec"] = spec
+// applyOps applies a JSON patch to obj as the API server applies the
+// webhook's, and returns the patched object.
+func applyOps(obj map[string]any, ops []defaults.Op) (map[string]any, error) {
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
 	}
-	if before.Image != after.Image {
-		spec["image"] = after.Image
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
 	}
-	if before.Replicas == nil && after.Replicas != nil {
-		spec["replicas"] = int64(*after.Replicas)
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		return nil, err
 	}
-	routes, _ := spec["routes"].([]any)
-	for i := range before.Routes {
-		if i >= len(routes) {
-			break
-		}
-		r, ok := routes[i].(map[string]any)
-		if !ok {
-			r = map[string]any{}
-			routes[i] = r
-		}
-		b, a := &before.Routes[i], &after.Routes[i]
-		if b.Host != a.Host {
-			r["host"] = a.Host
-		}
-		if b.Path != a.Path {
-			r["path"] = a.Path
-		}
-		if b.PathType != a.PathType {
-			r["pathType"] = string(a.PathType)
-		}
+	if doc, err = patch.Apply(doc); err != nil {
+		return nil, err
 	}
-	tls, _ := spec["tls"].([]any)
-	for i := range before.TLS {
-		if i >= len(tls) {
-			break
-		}
-		t, _ := tls[i].(map[string]any)
-		hosts, _ := t["hosts"].([]any)
-		for j := range before.TLS[i].Hosts {
-			if j < len(hosts) && before.TLS[i].Hosts[j] != after.TLS[i].Hosts[j] {
-				hosts[j] = after.TLS[i].Hosts[j]
-			}
-		}
-	}
+	// As the API server decodes it: whole numbers as int64.
+	var out map[string]any
+	return out, utiljson.Unmarshal(doc, &out)
 }
 
 // problemsOf turns field errors into problems; rule names errors without an

@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/apigateway-operator/webhooks"
+	"example.com/apigateway-operator/admit"
+	"example.com/apigateway-operator/api/v1/defaults"
 )
 
-var testDefaults = webhooks.Defaults{Image: webhooks.DefaultImage, Replicas: webhooks.DefaultReplicas}
+var testDefaults = defaults.Operator{Image: defaults.DefaultImage, Replicas: defaults.DefaultReplicas}
 
 func check(t *testing.T, yamlText string, opts Options) Report {
 	t.Helper()
@@ -20,7 +21,7 @@ func check(t *testing.T, yamlText string, opts Options) Report {
 	require.NoError(t, err)
 	docs, err := Parse("in.yaml", []byte(yamlText))
 	require.NoError(t, err)
-	if opts.Defaults == (webhooks.Defaults{}) {
+	if opts.Defaults == (defaults.Operator{}) {
 		opts.Defaults = testDefaults
 	}
 	return c.Validate(t.Context(), docs, opts)
@@ -53,7 +54,7 @@ func TestValidate(t *testing.T) {
 			field: "spec.routes[1]", text: "same host, path and pathType as spec.routes[0] once normalised"},
 		{name: "conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
 			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
-			field: "spec.routes[0]", rule: webhooks.RuleConflict, text: "already served by APIGateway default/gw"},
+			field: "spec.routes[0]", rule: admit.RuleConflict, text: "already served by APIGateway default/gw"},
 		{name: "unserved version", in: "apiVersion: example.com/v2\nkind: APIGateway\nmetadata: {name: gw}\n", rule: RuleVersion, text: "no matches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

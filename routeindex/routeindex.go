@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/ownership"
 )
 
 // Name is the index on the APIGateway informer that holds one value per
@@ -24,11 +26,16 @@ import (
 // namespace.
 const Name = "apigateway.example.com/route-key"
 
-// Finder finds the APIGateways that hold a route.
+// HostName is the index on the APIGateway informer that holds, for each
+// distinct host of a gateway, the host and the host's family
+// (ownership.Family), each with the gateway's namespace: the gateways of
+// one namespace on a host, or on a family, are one map read away.
+const HostName = "apigateway.example.com/host"
+
+// Finder finds the APIGateways that hold a route or a host: an
+// ownership.Index. They are shared with the cache: read only.
 type Finder interface {
-	// Serving returns the APIGateways, of any namespace, with a route whose
-	// validation.RouteKey is key. They are shared with the cache: read only.
-	Serving(ctx context.Context, key string) ([]*v1.APIGateway, error)
+	ownership.Index
 }
 
 // IndexFunc is the toolscache.IndexFunc of Name: the object's distinct
@@ -40,6 +47,44 @@ func IndexFunc(obj any) ([]string, error) {
 	}
 	return validation.RouteKeys(gw), nil
 }
+
+// Indexers are Name and HostName with their functions, for a test's
+// toolscache.NewIndexer under NewFinder.
+func Indexers() toolscache.Indexers {
+	return toolscache.Indexers{Name: IndexFunc, HostName: HostIndexFunc}
+}
+
+// HostIndexFunc is the toolscache.IndexFunc of HostName: for each distinct
+// host of the gateway, hostValue and familyValue with its namespace.
+func HostIndexFunc(obj any) ([]string, error) {
+	gw, ok := obj.(*v1.APIGateway)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range hostValues(gw) {
+		out = append(out, v+"\x00"+gw.Namespace)
+	}
+	return out, nil
+}
+
+// hostValues are gw's distinct hostValue and familyValue entries.
+func hostValues(gw *v1.APIGateway) []string {
+	seen := make(map[string]bool, 2*len(gw.Spec.Routes))
+	var out []string
+	for _, r := range gw.Spec.Routes {
+		for _, v := range []string{hostValue(r.Host), familyValue(ownership.Family(r.Host))} {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func hostValue(host string) string     { return "h" + host }
+func familyValue(family string) string { return "f" + family }
 
 // Index adds Name to the APIGateway informer of c (once: a second call,
 // from the webhooks' or the reconciler's setup, reuses it) and returns a
@@ -62,24 +107,78 @@ func Index(ctx context.Context, c cache.Cache) (Finder, error) {
 	if !ok {
 		return nil, fmt.Errorf("the APIGateway informer (%T) does not expose its indexer", informer)
 	}
-	if _, found := shared.GetIndexer().GetIndexers()[Name]; !found {
-		if err := informer.AddIndexers(toolscache.Indexers{Name: IndexFunc}); err != nil {
-			return nil, fmt.Errorf("indexing APIGateways by route: %w", err)
-		}
+	indexer := shared.GetIndexer()
+	registry.Lock()
+	defer registry.Unlock()
+	if counts, found := registry.counts[indexer]; found {
+		return indexFinder{indexer: indexer, counts: counts}, nil
 	}
-	return NewFinder(shared.GetIndexer()), nil
+	if err := informer.AddIndexers(Indexers()); err != nil {
+		return nil, fmt.Errorf("indexing APIGateways by route and host: %w", err)
+	}
+	counts := &namespaceCounts{m: map[string]map[string]int{}}
+	if _, err := informer.AddEventHandler(counts); err != nil {
+		return nil, fmt.Errorf("counting APIGateways by host and namespace: %w", err)
+	}
+	registry.counts[indexer] = counts
+	return indexFinder{indexer: indexer, counts: counts}, nil
 }
 
-// NewFinder is the Finder over indexer, which must hold the index Name
-// (Index's, or a test's toolscache.NewIndexer with IndexFunc).
-func NewFinder(indexer toolscache.Indexer) Finder { return indexFinder{indexer} }
+// registry holds the namespace counts of each indexed informer, so the
+// webhooks and the reconciler, which both call Index, share one.
+var registry = struct {
+	sync.Mutex
+	counts map[toolscache.Indexer]*namespaceCounts
+}{counts: map[toolscache.Indexer]*namespaceCounts{}}
 
-// indexFinder is the Finder over an indexer holding Name.
-type indexFinder struct{ indexer toolscache.Indexer }
+// NewFinder is the Finder over indexer, which must hold the indexes Name
+// and HostName (a test's toolscache.NewIndexer with IndexFunc and
+// HostIndexFunc). It finds a host's namespaces by listing the indexer,
+// which suits a test's few gateways; Index's Finder keeps them counted.
+func NewFinder(indexer toolscache.Indexer) Finder { return indexFinder{indexer: indexer} }
+
+// indexFinder is the Finder over an indexer holding Name and HostName.
+type indexFinder struct {
+	indexer toolscache.Indexer
+	counts  *namespaceCounts // nil: list the indexer
+}
 
 // Serving implements Finder.
 func (f indexFinder) Serving(_ context.Context, key string) ([]*v1.APIGateway, error) {
-	objs, err := f.indexer.ByIndex(Name, key)
+	return f.byIndex(Name, key)
+}
+
+// HostNamespaces implements Finder.
+func (f indexFinder) HostNamespaces(host string) []string { return f.namespaces(hostValue(host)) }
+
+// FamilyNamespaces implements Finder.
+func (f indexFinder) FamilyNamespaces(family string) []string {
+	return f.namespaces(familyValue(family))
+}
+
+// OnHost implements Finder.
+func (f indexFinder) OnHost(_ context.Context, namespace, host string) ([]*v1.APIGateway, error) {
+	return f.byIndex(HostName, hostValue(host)+"\x00"+namespace)
+}
+
+// InFamily implements Finder.
+func (f indexFinder) InFamily(_ context.Context, namespace, family string) ([]*v1.APIGateway, error) {
+	return f.byIndex(HostName, familyValue(family)+"\x00"+namespace)
+}
+
+func (f indexFinder) namespaces(value string) []string {
+	if f.counts != nil {
+		return f.counts.namespaces(value)
+	}
+	c := namespaceCounts{m: map[string]map[string]int{}}
+	for _, obj := range f.indexer.List() {
+		c.OnAdd(obj, false)
+	}
+	return c.namespaces(value)
+}
+
+func (f indexFinder) byIndex(index, value string) ([]*v1.APIGateway, error) {
+	objs, err := f.indexer.ByIndex(index, value)
 	if err != nil {
 		return nil, err
 	}
@@ -92,4 +191,64 @@ func (f indexFinder) Serving(_ context.Context, key string) ([]*v1.APIGateway, e
 		gws = append(gws, gw)
 	}
 	return gws, nil
+}
+
+// namespaceCounts counts, for each hostValue and familyValue, the gateways
+// of each namespace that have it: kept by the informer's events, so that
+// the namespaces on a host are found without visiting the host's
+// gateways, however many one namespace has there.
+type namespaceCounts struct {
+	mu sync.RWMutex
+	m  map[string]map[string]int
+}
+
+var _ toolscache.ResourceEventHandler = &namespaceCounts{}
+
+// OnAdd implements toolscache.ResourceEventHandler.
+func (c *namespaceCounts) OnAdd(obj any, _ bool) { c.apply(obj, 1) }
+
+// OnUpdate implements toolscache.ResourceEventHandler.
+func (c *namespaceCounts) OnUpdate(old, obj any) {
+	c.apply(old, -1)
+	c.apply(obj, 1)
+}
+
+// OnDelete implements toolscache.ResourceEventHandler.
+func (c *namespaceCounts) OnDelete(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	c.apply(obj, -1)
+}
+
+func (c *namespaceCounts) apply(obj any, delta int) {
+	gw, ok := obj.(*v1.APIGateway)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range hostValues(gw) {
+		byNS := c.m[v]
+		if byNS == nil {
+			byNS = map[string]int{}
+			c.m[v] = byNS
+		}
+		if byNS[gw.Namespace] += delta; byNS[gw.Namespace] <= 0 {
+			delete(byNS, gw.Namespace)
+		}
+		if len(byNS) == 0 {
+			delete(c.m, v)
+		}
+	}
+}
+
+func (c *namespaceCounts) namespaces(value string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, 0, len(c.m[value]))
+	for ns := range c.m[value] {
+		out = append(out, ns)
+	}
+	return out
 }

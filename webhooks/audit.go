@@ -9,11 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // The audit annotations the webhooks put on their answers. The API server
@@ -86,51 +82,6 @@ func boundedList(names []string) string {
 	return strings.Join(names, ",")
 }
 
-// conflictHolders are the gateways of others, as sorted namespace/name,
-// that serve one of gw's route keys that old did not have: the holders
-// validateConflicts names.
-func conflictHolders(old, gw *v1.APIGateway, others []v1.APIGateway) []string {
-	// Sets: a gateway has up to 3,200 keys (100 routes, 32 parents).
-	keys := sets.New(validation.RouteKeys(gw)...)
-	if old != nil {
-		keys.Delete(validation.RouteKeys(old)...)
-	}
-	var holders []string
-	for i := range others {
-		o := &others[i]
-		if sameGateway(o, gw) || !slices.ContainsFunc(validation.RouteKeys(o), keys.Has) {
-			continue
-		}
-		if name := o.Namespace + "/" + o.Name; !slices.Contains(holders, name) {
-			holders = append(holders, name)
-		}
-	}
-	slices.Sort(holders)
-	return holders
-}
-
-// defaultsAudit names what Default changed between before and after.
-func defaultsAudit(before, after *v1.APIGatewaySpec) string {
-	var fields []string
-	add := func(changed bool, name string) {
-		if changed && !slices.Contains(fields, name) {
-			fields = append(fields, name)
-		}
-	}
-	add(before.Image != after.Image, "image")
-	add(before.Replicas == nil && after.Replicas != nil, "replicas")
-	for i := range min(len(before.Routes), len(after.Routes)) {
-		b, a := &before.Routes[i], &after.Routes[i]
-		add(b.Path != a.Path, "path")
-		add(b.PathType != a.PathType, "pathType")
-		add(b.Host != a.Host, "host")
-	}
-	for i := range min(len(before.TLS), len(after.TLS)) {
-		add(!slices.Equal(before.TLS[i].Hosts, after.TLS[i].Hosts), "tlsHost")
-	}
-	return strings.Join(fields, ",")
-}
-
 // annotateSpan puts the audit annotations on the request's span too (a
 // no-op span when tracing is off), as apigateway.<key> attributes: a trace
 // shows which rules denied a write and what was defaulted.
@@ -143,22 +94,5 @@ func annotateSpan(ctx context.Context, annotations map[string]string) {
 		if v != "" {
 			span.SetAttributes(attribute.String("apigateway."+k, v))
 		}
-	}
-}
-
-// imageSourceKey keys the request's *string the Defaulter writes the image's
-// source into.
-type imageSourceKey struct{}
-
-// withImageSource returns ctx with a place for the Defaulter to say where
-// the image came from, and that place.
-func withImageSource(ctx context.Context) (context.Context, *string) {
-	source := new(string)
-	return context.WithValue(ctx, imageSourceKey{}, source), source
-}
-
-func recordImageSource(ctx context.Context, source string) {
-	if p, ok := ctx.Value(imageSourceKey{}).(*string); ok {
-		*p = source
 	}
 }

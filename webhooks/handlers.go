@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -14,9 +15,11 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 )
 
 // The paths the webhooks are served on; the +kubebuilder:webhook markers in
@@ -27,135 +30,94 @@ const (
 )
 
 // Why these handlers instead of controller-runtime's generic
-// admission.WithDefaulter/WithValidator, which call the same Defaulter and
-// Validator: under load (benchmark B2) the generic ones spent most of their
-// time outside our code. Each request's object went through apimachinery's
-// universal deserializer (two full JSON passes plus a validity scan), and
-// the defaulter's patch was found by marshalling the object and diffing both
-// documents as generic JSON (gomodules.xyz/jsonpatch's CreatePatch). Here
-// the object is decoded once, with encoding/json/v2's implementation (about
-// three times faster on a 10-route gateway), and the patch is built from the
-// handful of fields Default can set. The request, response and error
-// handling around them is controller-runtime's admission.Webhook as before.
+// admission.WithDefaulter/WithValidator: under load (benchmark B2) the
+// generic ones spent most of their time outside our code. Each request's
+// object went through apimachinery's universal deserializer (two full JSON
+// passes plus a validity scan), and the defaulter's patch was found by
+// marshalling the object and diffing both documents as generic JSON
+// (gomodules.xyz/jsonpatch's CreatePatch). Here the object is decoded once,
+// with encoding/json/v2's implementation (about three times faster on a
+// 10-route gateway), and the patch is the one api/v1/defaults.Table makes,
+// field by field, as the defaults policy it generates makes it in the API
+// server. The request, response and error handling around them is
+// controller-runtime's admission.Webhook as before.
 
 // mutatingHandler serves the mutating webhook.
 type mutatingHandler struct {
-	defaulter admission.Defaulter[*v1.APIGateway]
+	defaulter *Defaulter
 }
 
 var _ admission.Handler = mutatingHandler{}
 
-// Handle decodes the object, defaults it and answers with a JSON patch of
-// exactly what changed.
+// Handle decodes the object and answers with the JSON patch the defaults
+// table makes of it (defaults.Patch): members the table does not name
+// are never touched.
 func (h mutatingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	defer observeAdmission(webhookMutating, &req, time.Now())
 	switch req.Operation {
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
 	}
-	gw, err := decodeGateway(req.Object.Raw)
+	obj, err := decodeObject(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	audit := map[string]string{AuditRequestVersion: requestVersion(&req)}
-	if err := tooMany(gw); err != nil {
-		// The schema refuses it anyway: a patch per route of a
-		// list of a million would cost what its limit prevents.
-		return withAudit(denial(nil, err), audit)
+	params := h.defaulter.Operator.Params(nil)
+	ops := defaults.Patch(obj, params)
+	if slices.ContainsFunc(ops, fillsImage) {
+		// The namespace is read only when its annotation can matter: it
+		// may name the image.
+		namespace, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
+		if namespace == "" {
+			namespace = req.Namespace
+		}
+		annotations, err := h.defaulter.namespaceAnnotations(ctx, namespace)
+		if err != nil {
+			recordAdmission(webhookMutating, string(req.Operation), err)
+			return withAudit(denial(nil, err), audit)
+		}
+		params.NamespaceAnnotations = annotations
+		ops = defaults.Patch(obj, params)
+		audit[AuditImageSource] = imageFromFlag
+		if params.ImageFromNamespace() {
+			audit[AuditImageSource] = imageFromNamespace
+		}
 	}
-	before := gw.Spec.DeepCopy()
-	ctx, imageSource := withImageSource(admission.NewContextWithRequest(ctx, req))
-	if err := h.defaulter.Default(ctx, gw); err != nil {
-		return withAudit(denial(nil, err), audit)
-	}
-	patch, sure := defaultingPatch(before, &gw.Spec)
-	if len(patch) == 0 {
+	recordAdmission(webhookMutating, string(req.Operation), nil)
+	if len(ops) == 0 {
 		return withAudit(admission.Allowed(""), audit)
 	}
-	audit[AuditDefaults] = defaultsAudit(before, &gw.Spec)
-	if before.Image == "" {
-		audit[AuditImageSource] = *imageSource
-	}
+	audit[AuditDefaults] = strings.Join(defaults.AuditNames(ops), ",")
 	annotateSpan(ctx, audit)
-	if !sure {
-		parents, err := parentOps(req.Object.Raw)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		patch = append(parents, patch...)
+	patch := make([]jsonpatch.Operation, len(ops))
+	for i, op := range ops {
+		patch[i] = jsonpatch.NewOperation(op.Op, op.Path, op.Value)
 	}
 	return withAudit(admission.Patched("", patch...), audit)
 }
 
-// defaultingPatch returns the JSON patch that turns before into after, where
-// after is before defaulted by Default: it compares only the fields Default
-// sets (TestDefaultingPatchMatchesDefault and the drift tests keep the two
-// in step), so members the Go type does not know (a newer CRD's) are left
-// as they are. It reports false when the request's JSON may lack the
-// objects the patch addresses (no spec, or a route that decoded from
-// null): the caller then puts parentOps first.
-func defaultingPatch(before, after *v1.APIGatewaySpec) ([]jsonpatch.Operation, bool) {
-	sure := len(before.Routes) > 0 || before.Image != "" || before.Replicas != nil
-	ops := make([]jsonpatch.Operation, 0, 2)
-	// "add" also replaces a member that is present but empty or null.
-	add := func(path string, value any) { ops = append(ops, jsonpatch.NewOperation("add", path, value)) }
-	if before.Image != after.Image {
-		add("/spec/image", after.Image)
-	}
-	if before.Replicas == nil && after.Replicas != nil {
-		add("/spec/replicas", *after.Replicas)
-	}
-	for i := range before.Routes {
-		b, a := &before.Routes[i], &after.Routes[i]
-		if *b == (v1.Route{}) {
-			sure = false
-		}
-		prefix := "/spec/routes/" + strconv.Itoa(i)
-		if b.Host != a.Host {
-			ops = append(ops, jsonpatch.NewOperation("replace", prefix+"/host", a.Host))
-		}
-		if b.Path != a.Path {
-			add(prefix+"/path", a.Path)
-		}
-		if b.PathType != a.PathType {
-			add(prefix+"/pathType", a.PathType)
-		}
-	}
-	for i := range before.TLS {
-		for j, host := range before.TLS[i].Hosts {
-			if host != after.TLS[i].Hosts[j] {
-				path := "/spec/tls/" + strconv.Itoa(i) + "/hosts/" + strconv.Itoa(j)
-				ops = append(ops, jsonpatch.NewOperation("replace", path, after.TLS[i].Hosts[j]))
-			}
-		}
-	}
-	return ops, sure
-}
+// fillsImage reports whether op fills in spec.image.
+func fillsImage(op defaults.Op) bool { return op.Name == "image" }
 
-// parentOps returns the operations that make the objects defaultingPatch
-// addresses exist in raw, the object as the request sent it: the spec when
-// it is missing or null, and each route that is null. Nothing else is
-// replaced, so members the Go type does not know stay.
-func parentOps(raw []byte) ([]jsonpatch.Operation, error) {
-	var doc struct {
-		Spec *struct {
-			Routes []jsontext.Value `json:"routes"`
-		} `json:"spec"`
+// decodeObject decodes an APIGateway as an AdmissionReview carries it, as
+// JSON: the defaults table reads it so, members the Go type does not know
+// included. It may leave out apiVersion and kind, but may not name another
+// type.
+func decodeObject(raw []byte) (map[string]any, error) {
+	if err := checkObject(raw); err != nil {
+		return nil, err
 	}
-	if err := jsonv2.Unmarshal(raw, &doc); err != nil {
+	var obj map[string]any
+	if err := jsonv2.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("decoding the APIGateway: %w", err)
 	}
-	empty := map[string]any{}
-	if doc.Spec == nil {
-		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/spec", empty)}, nil
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if err := checkType(apiVersion, kind); err != nil {
+		return nil, err
 	}
-	var ops []jsonpatch.Operation
-	for i, r := range doc.Spec.Routes {
-		if string(r) == "null" {
-			ops = append(ops, jsonpatch.NewOperation("replace", "/spec/routes/"+strconv.Itoa(i), empty))
-		}
-	}
-	return ops, nil
+	return obj, nil
 }
 
 // validatingHandler serves the validating webhook.
@@ -230,23 +192,39 @@ func denial(warnings admission.Warnings, err error) admission.Response {
 // APIGateway's), but may not name another type: with matchPolicy
 // Equivalent the API server sends v1 whatever version the client wrote.
 func decodeGateway(raw []byte) (*v1.APIGateway, error) {
-	if len(raw) == 0 {
-		return nil, errors.New("there is no content to decode")
-	}
-	if jsontext.Value(raw).Kind() != '{' {
-		// null would decode into an empty gateway, which no patch
-		// addresses; the API server sends objects only.
-		return nil, errors.New("the APIGateway must be a JSON object")
+	if err := checkObject(raw); err != nil {
+		return nil, err
 	}
 	gw := &v1.APIGateway{}
 	if err := jsonv2.Unmarshal(raw, gw); err != nil {
 		return nil, fmt.Errorf("decoding the APIGateway: %w", err)
 	}
-	if (gw.APIVersion != "" && gw.APIVersion != v1.GroupVersion.String()) || (gw.Kind != "" && gw.Kind != apiGatewayKind) {
-		return nil, fmt.Errorf("expected an APIGateway of %s, got apiVersion %q, kind %q",
-			v1.GroupVersion, gw.APIVersion, gw.Kind)
+	if err := checkType(gw.APIVersion, gw.Kind); err != nil {
+		return nil, err
 	}
 	return gw, nil
+}
+
+// checkObject refuses raw unless it is a JSON object: null would decode
+// into an empty gateway, which no patch addresses; the API server sends
+// objects only.
+func checkObject(raw []byte) error {
+	if len(raw) == 0 {
+		return errors.New("there is no content to decode")
+	}
+	if jsontext.Value(raw).Kind() != '{' {
+		return errors.New("the APIGateway must be a JSON object")
+	}
+	return nil
+}
+
+// checkType refuses an object that names another type than the v1
+// APIGateway (leaving them out is fine).
+func checkType(apiVersion, kind string) error {
+	if (apiVersion != "" && apiVersion != v1.GroupVersion.String()) || (kind != "" && kind != apiGatewayKind) {
+		return fmt.Errorf("expected an APIGateway of %s, got apiVersion %q, kind %q", v1.GroupVersion, apiVersion, kind)
+	}
+	return nil
 }
 
 const apiGatewayKind = "APIGateway"

@@ -10,7 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/testenv"
@@ -161,9 +165,69 @@ func testConflicts(t *testing.T) {
 		require.Error(t, res.Err)
 		assert.Contains(t, res.Stderr, `The APIGateway "second" is invalid: `)
 		assert.Equal(t, 2, countErrors(res.Stderr), res.Stderr)
-		assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com/users (Prefix)": host and path already served by APIGateway conflicts/first, `+
-			`which also routes conflicts.example.com/users (Prefix) for the cluster's default ingress class; Ingress controllers merge a host's paths across namespaces`)
-		assert.Contains(t, res.Stderr, `spec.routes[1]: Duplicate value: "conflicts.example.com/q,a=b/ (Prefix)": host and path already served by APIGateway conflicts/first`)
+		assert.Contains(t, res.Stderr, `spec.routes[0].host: Forbidden: host conflicts.example.com belongs to namespace conflicts `+
+			`(APIGateway conflicts/first claimed it first), which lends namespace conflicts-other no path prefix covering conflicts.example.com/users (Prefix)`)
+		assert.Contains(t, res.Stderr, `spec.routes[1].host: Forbidden: host conflicts.example.com belongs to namespace conflicts`)
+	})
+
+	// Overlapping routes would take requests from the owner: a longer
+	// prefix, an Exact path on its Prefix path, any path at all.
+	for name, path := range map[string]string{
+		"a longer prefix under the owner's": "/users/admin\n  pathType: Prefix",
+		"an Exact path on the owner's":      "/users\n  pathType: Exact",
+		"another path of the host":          "/login",
+	} {
+		t.Run(name+", from another namespace", func(t *testing.T) {
+			res := kubectl(ctx, manifest("conflicts-other", "second", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: "+path+"\n"+backend), "apply", "-f", "-")
+			require.Error(t, res.Err)
+			assert.Equal(t, 1, countErrors(res.Stderr), res.Stderr)
+			assert.Contains(t, res.Stderr, `spec.routes[0].host: Forbidden: host conflicts.example.com belongs to namespace conflicts`)
+		})
+	}
+
+	t.Run("a user who may not read the owner's namespace is not told who it is", func(t *testing.T) {
+		allowWriting(t, "conflicts-other", "tenant-b")
+		res := kubectl(ctx, manifest("conflicts-other", "second", "replicas: 2\n"+routes), "apply", "--as=tenant-b", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Equal(t, 2, countErrors(res.Stderr), res.Stderr)
+		assert.Contains(t, res.Stderr, `spec.routes[0].host: Forbidden: host conflicts.example.com belongs to another namespace, which lends namespace conflicts-other no path prefix`)
+		assert.NotContains(t, res.Stderr, "conflicts/first")
+		assert.NotContains(t, res.Stderr, "namespace conflicts ")
+	})
+
+	t.Run("a path the owner lends", func(t *testing.T) {
+		lend := manifest("conflicts", "first", "replicas: 2\n"+routes+"delegations:\n- host: conflicts.example.com\n  namespace: conflicts-other\n  pathPrefixes: [/shop/]\n")
+		require.NoError(t, kubectl(ctx, lend, "apply", "-f", "-").Err)
+		shop := manifest("conflicts-other", "shop", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: /shop/cart\n"+backend)
+		eventually(t, "the webhook to see the delegation", func() bool {
+			return kubectl(ctx, shop(), "apply", "--dry-run=server", "-f", "-").Err == nil
+		})
+		res := kubectl(ctx, shop, "apply", "-f", "-")
+		require.NoError(t, res.Err, res.Stderr)
+		res = kubectl(ctx, manifest("conflicts-other", "beside", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: /shopping\n"+backend), "apply", "-f", "-")
+		require.Error(t, res.Err, "/shopping is not below /shop/")
+		assert.Contains(t, res.Stderr, `spec.routes[0].host: Forbidden: host conflicts.example.com belongs to namespace conflicts`)
+	})
+
+	t.Run("an Ingress without a class competes with the default class's", func(t *testing.T) {
+		class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "conflicts-default",
+			Annotations: map[string]string{"ingressclass.kubernetes.io/is-default-class": "true"}},
+			Spec: networkingv1.IngressClassSpec{Controller: "example.com/test"}}
+		require.NoError(t, env.Client.Create(ctx, class))
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+		named := manifest("conflicts", "named-default", "replicas: 2\ningressClassName: conflicts-default\n"+routes)
+		eventually(t, "the webhook to see the default IngressClass", func() bool {
+			return kubectl(ctx, named(), "apply", "--dry-run=server", "-f", "-").Err != nil
+		})
+		res := kubectl(ctx, named, "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com/users (Prefix)": host and path already served by APIGateway conflicts/first`)
+	})
+
+	t.Run("a wildcard over a public suffix", func(t *testing.T) {
+		res := kubectl(ctx, manifest("conflicts", "suffix", "replicas: 2\nroutes:\n- host: '*.co.uk'\n"+backend), "apply", "-f", "-")
+		require.Error(t, res.Err)
+		assert.Contains(t, res.Stderr, `spec.routes[0].host: Invalid value: "*.co.uk": a wildcard may not cover a public suffix`)
 	})
 
 	conflicting := map[string]string{
@@ -171,12 +235,12 @@ func testConflicts(t *testing.T) {
 		"a percent-encoded letter":          "/%75sers",
 	}
 	for name, path := range conflicting {
-		t.Run(name, func(t *testing.T) {
-			res := kubectl(ctx, manifest("conflicts-other", "second", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: "+path+"\n"+backend), "apply", "-f", "-")
+		t.Run(name+", in the same namespace", func(t *testing.T) {
+			res := kubectl(ctx, manifest("conflicts", "second", "replicas: 2\nroutes:\n- host: conflicts.example.com\n  path: "+path+"\n"+backend), "apply", "-f", "-")
 			require.Error(t, res.Err)
 			assert.Equal(t, 1, countErrors(res.Stderr), res.Stderr)
 			assert.Contains(t, res.Stderr, `spec.routes[0]: Duplicate value: "conflicts.example.com`+path+` (Prefix)": host and path already served by APIGateway conflicts/first, `+
-				`which also routes conflicts.example.com/users (Prefix)`)
+				`which claimed conflicts.example.com/users (Prefix) first for the cluster's default ingress class; Ingress controllers merge a host's paths across namespaces`)
 		})
 	}
 
@@ -256,7 +320,7 @@ spec:
 // countErrors counts the field errors kubectl printed.
 func countErrors(stderr string) int {
 	n := 0
-	for _, typ := range []string{": Invalid value: ", ": Duplicate value: ", ": Required value", ": Unsupported value: "} {
+	for _, typ := range []string{": Invalid value: ", ": Duplicate value: ", ": Required value", ": Unsupported value: ", ": Forbidden: "} {
 		n += strings.Count(stderr, typ)
 	}
 	return n
@@ -304,4 +368,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	require.NoError(t, err, "waiting for %s", what)
+}
+
+// allowWriting lets user write APIGateways in namespace, and nothing else:
+// a tenant of that namespace.
+func allowWriting(t *testing.T, namespace, user string) {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gateway-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"apigateways"},
+			Verbs: []string{"get", "list", "create", "patch", "update"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gateway-writer-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, obj := range []client.Object{role, binding} {
+		require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(t.Context(), obj)))
+	}
 }

@@ -93,24 +93,6 @@ const (
 	resultError   = "error"
 )
 
-// countingDefaulter counts the decisions of the Defaulter it wraps.
-type countingDefaulter struct {
-	admission.Defaulter[*v1.APIGateway]
-}
-
-var _ admission.Defaulter[*v1.APIGateway] = countingDefaulter{}
-
-// Default implements admission.Defaulter.
-func (d countingDefaulter) Default(ctx context.Context, gw *v1.APIGateway) error {
-	err := d.Defaulter.Default(ctx, gw)
-	operation := ""
-	if req, reqErr := admission.RequestFromContext(ctx); reqErr == nil {
-		operation = string(req.Operation)
-	}
-	recordAdmission(webhookMutating, operation, err)
-	return err
-}
-
 // countingValidator counts the decisions of the Validator it wraps, and its
 // denials by rule.
 type countingValidator struct {

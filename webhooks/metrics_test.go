@@ -23,9 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
 )
@@ -60,7 +63,7 @@ func TestDeniedRules(t *testing.T) {
 		"route repeated in the gateway": {gw: gatewayWith(func(gw *v1.APIGateway) {
 			gw.Spec.Routes[1] = gw.Spec.Routes[0]
 		}), want: []string{validation.RuleDuplicateRoute}},
-		"route served by another gateway": {gw: validGateway(), others: []v1.APIGateway{*other}, want: []string{RuleConflict}},
+		"route served by another gateway": {gw: validGateway(), others: []v1.APIGateway{*other}, want: []string{admit.RuleConflict}},
 		"several rules": {gw: gatewayWith(func(gw *v1.APIGateway) {
 			gw.Spec.Routes[0].Path = "users"
 			gw.Spec.TLS[0].SecretName = "Bad Secret"
@@ -68,7 +71,7 @@ func TestDeniedRules(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			errs, _ := Validate(tc.old, tc.gw, RelatedObjects{Gateways: tc.others})
+			errs, _ := admit.Validate(tc.old, tc.gw, admit.RelatedObjects{Gateways: tc.others})
 			require.NotEmpty(t, errs)
 			assert.Equal(t, tc.want, deniedRules(newInvalid(tc.gw.Name, errs)))
 		})
@@ -116,7 +119,6 @@ func TestAdmissionResult(t *testing.T) {
 // stubAdmission returns err from every call.
 type stubAdmission struct{ err error }
 
-func (s stubAdmission) Default(context.Context, *v1.APIGateway) error { return s.err }
 func (s stubAdmission) ValidateCreate(context.Context, *v1.APIGateway) (admission.Warnings, error) {
 	return nil, s.err
 }
@@ -131,24 +133,18 @@ func TestCountingWrappers(t *testing.T) {
 	gw := validGateway()
 	invalid := newInvalid("gw", field.ErrorList{field.Invalid(field.NewPath("spec", "routes").Index(0).Child("path"), "x", "bad").WithOrigin(validation.RulePath)})
 	unavailable := apierrors.NewServiceUnavailable("cache")
-	updateCtx := admission.NewContextWithRequest(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update}})
 
 	deltas := counterDeltas(t,
 		admissionRequests.WithLabelValues(webhookValidating, "CREATE", resultDenied),
 		admissionRequests.WithLabelValues(webhookValidating, "UPDATE", resultAllowed),
 		admissionRequests.WithLabelValues(webhookValidating, "DELETE", resultError),
-		admissionRequests.WithLabelValues(webhookMutating, "UPDATE", resultError),
-		admissionRequests.WithLabelValues(webhookMutating, "other", resultAllowed),
 		admissionDenials.WithLabelValues(validation.RulePath),
 	)
 	_, err := countingValidator{stubAdmission{invalid}}.ValidateCreate(t.Context(), gw)
 	assert.Equal(t, invalid, err, "the wrapped error is returned unchanged")
 	_, _ = countingValidator{stubAdmission{}}.ValidateUpdate(t.Context(), gw, gw)
 	_, _ = countingValidator{stubAdmission{unavailable}}.ValidateDelete(t.Context(), gw)
-	assert.Equal(t, unavailable, countingDefaulter{stubAdmission{unavailable}}.Default(updateCtx, gw))
-	// Without a request in the context the operation is unknown.
-	assert.NoError(t, countingDefaulter{stubAdmission{}}.Default(t.Context(), gw))
-	assert.Equal(t, []float64{1, 1, 1, 1, 1, 1}, deltas())
+	assert.Equal(t, []float64{1, 1, 1, 1}, deltas())
 }
 
 // TestAdmissionMetricsThroughAPIServer counts what the real API server's
@@ -216,13 +212,13 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 	}{
 		"complete": {},
 		"no path or pathType: the schema's defaults fill them in first": {
-			// A host of its own: another test's gateway serves
-			// api.example.com/, and routes conflict across namespaces.
+			// A host of its own: another gateway of this test serves
+			// match.example.com/.
 			change: func(gw *v1.APIGateway) {
-				gw.Spec.Routes[1].Host, gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "match.example.com", "", ""
+				gw.Spec.Routes[1].Host, gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "paths.match.example.com", "", ""
 			},
 			check: func(t *testing.T, gw *v1.APIGateway) {
-				assert.Equal(t, v1.Route{Host: "match.example.com", Path: "/", PathType: v1.PathTypePrefix,
+				assert.Equal(t, v1.Route{Host: "paths.match.example.com", Path: "/", PathType: v1.PathTypePrefix,
 					BackendService: v1.BackendService{Name: "product-service", Port: 8081}}, gw.Spec.Routes[1])
 			},
 		},
@@ -235,24 +231,29 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, ptr.To[int32](2), gw.Spec.Replicas) },
 		},
 		"an upper-case host": {
-			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "API.example.com" }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[0].Host) },
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "MATCH.example.com" }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[0].Host) },
 		},
 		"a host with a trailing dot": {
-			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "api.example.com." }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "api.example.com", gw.Spec.Routes[1].Host) },
+			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "match.example.com." }, wantCalled: true,
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[1].Host) },
 		},
 		"an upper-case TLS host": {
-			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Api.Example.com" }, wantCalled: true,
+			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Match.Example.com" }, wantCalled: true,
 			check: func(t *testing.T, gw *v1.APIGateway) {
-				assert.Equal(t, []string{"api.example.com"}, gw.Spec.TLS[0].Hosts)
+				assert.Equal(t, []string{"match.example.com"}, gw.Spec.TLS[0].Hosts)
 			},
 		},
 	}
 	i := 0
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			gw := gatewayWith(tc.change)
+			// A host of the namespace's own: another test's namespace
+			// claimed api.example.com.
+			gw := gatewayWith(func(gw *v1.APIGateway) { onHost(gw, "match.example.com") })
+			if tc.change != nil {
+				tc.change(gw)
+			}
 			i++
 			gw.Namespace, gw.Name = "match", fmt.Sprintf("gw-%d", i)
 			for j := range gw.Spec.Routes {
@@ -306,11 +307,6 @@ type slowAdmission struct {
 	delay time.Duration
 }
 
-func (s slowAdmission) Default(ctx context.Context, gw *v1.APIGateway) error {
-	time.Sleep(s.delay)
-	return s.stubAdmission.Default(ctx, gw)
-}
-
 func (s slowAdmission) ValidateUpdate(ctx context.Context, old, gw *v1.APIGateway) (admission.Warnings, error) {
 	time.Sleep(s.delay)
 	return s.stubAdmission.ValidateUpdate(ctx, old, gw)
@@ -340,6 +336,14 @@ func TestAdmissionLatencyAndVersion(t *testing.T) {
 		}}
 	}
 	slow := slowAdmission{delay: delay}
+	// The defaulter reads the namespace of a gateway without an image.
+	slowNamespaces := fakeReader(t, &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		time.Sleep(delay)
+		return c.Get(ctx, key, obj, opts...)
+	}}, defaultNamespace(nil))
+	imageless := gatewayWith(func(gw *v1.APIGateway) { gw.Spec.Image = "" })
+	rawImageless, err := json.Marshal(imageless)
+	require.NoError(t, err)
 	tests := map[string]struct {
 		handler   admission.Handler
 		req       admission.Request
@@ -348,7 +352,7 @@ func TestAdmissionLatencyAndVersion(t *testing.T) {
 		byVersion float64
 	}{
 		"mutating, written as v1alpha1": {
-			handler: mutatingHandler{slow}, req: request(admissionv1.Create, "v1alpha1", raw),
+			handler: mutatingHandler{&Defaulter{Namespaces: slowNamespaces, Operator: testDefaults}}, req: request(admissionv1.Create, "v1alpha1", rawImageless),
 			labels: []string{webhookMutating, "CREATE", "v1alpha1"}, minSum: delay,
 		},
 		"validating, written as v1alpha1": {

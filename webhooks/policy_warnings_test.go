@@ -13,22 +13,27 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/test/testenv"
 )
 
-// TestPolicyWarnsLikeSpecWarnings holds the warnings policy the manifests
-// install (manifests/policy/warnings.yaml) to SpecWarnings through the
-// real API server: for each image and replica count, the warnings a
-// client gets from the policy are exactly SpecWarnings', word for word.
-// No webhook runs for these writes' warnings: the validating webhook
-// leaves them to the policy.
-func TestPolicyWarnsLikeSpecWarnings(t *testing.T) {
+// TestPolicyWarnsInTheAPIServerAsInProcess is the one check that the real
+// API server sends the warnings the in-process evaluation of the warnings
+// policy (admit.CompiledWarnings, which the offline checks use and
+// admit's TestWarningsPolicy holds to a table of cases) gives: for each
+// image and replica count, word for word. No webhook runs for these
+// writes' warnings: the validating webhook leaves them to the policy.
+func TestPolicyWarnsInTheAPIServerAsInProcess(t *testing.T) {
+	compiled, err := admit.CompiledWarnings()
+	require.NoError(t, err)
 	ns := driftNamespace(t, nil)
 	installWarningsPolicy(t, labelledFor(t, ns.Name))
 	warned := &warningRecorder{}
@@ -46,14 +51,16 @@ func TestPolicyWarnsLikeSpecWarnings(t *testing.T) {
 	for i, image := range images {
 		for _, replicas := range []int32{0, 1, 2} {
 			gw := completeGateway(ns.Name, fmt.Sprintf("warn-%d-%d", i, replicas), image, replicas)
-			want := SpecWarnings(gw)
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gw)
+			require.NoError(t, err)
+			want := compiled.Warnings(t.Context(), &unstructured.Unstructured{Object: obj})
 			awaitPolicyWarnings(t, c, warned, gw, len(want) > 0)
 			got := warned.policyMessages()
 			assert.ElementsMatch(t, []string(want), got, "image %q, %d replicas", image, replicas)
 			cases++
 		}
 	}
-	t.Logf("%d images and replica counts: the policy's warnings are SpecWarnings'", cases)
+	t.Logf("%d images and replica counts: the API server's warnings are the in-process policy's", cases)
 }
 
 // awaitPolicyWarnings dry-runs a create of gw with c and, for the first

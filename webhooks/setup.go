@@ -11,20 +11,23 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/conversion"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
 // Options configures the webhooks.
 type Options struct {
 	// DefaultImage is spec.image for gateways whose namespace has no
-	// example.com/default-gateway-image annotation; DefaultImage when empty.
+	// example.com/default-gateway-image annotation; defaults.DefaultImage
+	// when empty.
 	DefaultImage string
 	// DefaultReplicas is spec.replicas for gateways that set none, from 0
 	// to 100. Zero is a valid choice, so it is not replaced: main's flag
-	// defaults to the package's DefaultReplicas.
+	// defaults to defaults.DefaultReplicas.
 	DefaultReplicas int32
 	// MaxInflightBytes bounds the bytes all requests in flight on the
 	// webhook server hold together (see package inflight): 0 for
@@ -33,6 +36,10 @@ type Options struct {
 	// GatewayAPI, when set, lets the validating webhook warn about a
 	// gateway that asks for HTTPRoutes on a cluster without them.
 	GatewayAPI GatewayAPI
+	// Policy is --namespace-ownership: whether a host belongs to the
+	// namespace that claimed it first (ownership.Strict, the default when
+	// empty).
+	Policy ownership.Policy
 	// Tracing wraps each path in a server span that continues the trace
 	// the API server sends (traceparent), named apigateway.mutate,
 	// apigateway.validate and apigateway.convert (see package tracing).
@@ -45,7 +52,7 @@ type Options struct {
 // through the webhook builder).
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.DefaultImage == "" {
-		opts.DefaultImage = DefaultImage
+		opts.DefaultImage = defaults.DefaultImage
 	}
 	if errs := validation.ValidateImage(opts.DefaultImage, nil); len(errs) > 0 {
 		return fmt.Errorf("default gateway image %q: %w", opts.DefaultImage, errs.ToAggregate())
@@ -57,6 +64,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	ctx := context.Background()
 	gateways, err := routeindex.Index(ctx, mgr.GetCache())
 	if err != nil {
+		return err
+	}
+	if err := routeindex.WatchClasses(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	// The defaulter reads Namespaces as metadata only. Registering the
@@ -86,13 +96,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}
 		srv.Register(path, h)
 	}
-	register(MutatePath, "apigateway.mutate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: mutatingHandler{countingDefaulter{&Defaulter{
+	register(MutatePath, "apigateway.mutate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: mutatingHandler{&Defaulter{
 		Namespaces:     mgr.GetClient(),
 		LiveNamespaces: mgr.GetAPIReader(),
-		Defaults:       Defaults{Image: opts.DefaultImage, Replicas: opts.DefaultReplicas},
-	}}}}), admissionCopies))
+		Operator:       opts.Defaults(),
+	}}}), admissionCopies))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
-		countingValidator{&Validator{Gateways: gateways, Services: services, GatewayAPI: opts.GatewayAPI}},
+		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Policy: opts.Policy,
+			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services, GatewayAPI: opts.GatewayAPI}},
 	}}), admissionCopies))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte))
 	return nil

@@ -13,8 +13,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
@@ -26,14 +29,13 @@ import (
 // without an image. Both are registered for v1 only; matchPolicy=Equivalent
 // sends writes made through v1alpha1 to them converted to v1.
 // The API server calls the mutating webhook only when the object may need a
-// default or a host normalized (the matchConditions below mirror Default,
-// erring towards calling it): a complete object, as most tools write it,
-// then costs one webhook round trip instead of two. A condition that cannot
-// be evaluated (a malformed object) skips the webhook, as its failure
-// policy says, and validation reports what is wrong. An image or replicas
-// sent as null (server-side apply keeps it, where a create drops it) is
-// unset for Default, so it needs the webhook: has() alone says it is set.
-// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system,patch=`{"matchConditions":[{"name":"needs-defaults","expression":"!has(object.spec) || !has(object.spec.image) || object.spec.image == null || object.spec.image == '' || !has(object.spec.replicas) || object.spec.replicas == null || !has(object.spec.routes) || object.spec.routes.exists(r, !has(r.host) || r.host != r.host.lowerAscii() || r.host.endsWith('.') || !has(r.path) || r.path == '' || !has(r.pathType) || r.pathType == '') || (has(object.spec.tls) && object.spec.tls.exists(t, has(t.hosts) && t.hosts.exists(h, h != h.lowerAscii() || h.endsWith('.'))))"}]}`
+// default or a host normalized: its matchCondition, needs-defaults, is
+// generated from api/v1/defaults.Table (defaults.NeedsDefaults, written into
+// manifests/webhook by `make manifests`), so a complete object, as most
+// tools write it, costs one webhook round trip instead of two. A condition
+// that cannot be evaluated (a malformed object) skips the webhook, as its
+// failure policy says, and validation reports what is wrong.
+// +kubebuilder:webhook:path=/mutate-example-com-v1-apigateway,mutating=true,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=mapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 // +kubebuilder:webhook:path=/validate-example-com-v1-apigateway,mutating=false,failurePolicy=ignore,sideEffects=None,groups=example.com,resources=apigateways,verbs=create;update,versions=v1,name=vapigateway-v1.example.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=apigateway-operator-webhook,serviceNamespace=apigateway-operator-system
 
 // The webhooks read APIGateways (the route index), Namespace metadata
@@ -43,8 +45,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 
-// Defaulter is the mutating webhook: it gathers the namespace's default
-// image and calls Default.
+// Defaulter gathers what the defaults (api/v1/defaults.Table) read
+// besides the object: the operator's flags and the namespace's
+// default-image annotation.
 type Defaulter struct {
 	// Namespaces reads Namespace metadata. The manager's client serves it
 	// from a metadata-only cache, so full Namespaces are never cached.
@@ -54,29 +57,8 @@ type Defaulter struct {
 	// gateway written right after its namespace is created would otherwise
 	// get the operator's default image instead of the namespace's, for good.
 	LiveNamespaces client.Reader
-	// Defaults are the operator's configured defaults.
-	Defaults Defaults
-}
-
-var _ admission.Defaulter[*v1.APIGateway] = &Defaulter{}
-
-// Default implements admission.Defaulter.
-func (d *Defaulter) Default(ctx context.Context, gw *v1.APIGateway) error {
-	defaults := d.Defaults
-	// The namespace is read only when its annotation can matter.
-	if gw.Spec.Image == "" {
-		annotations, err := d.namespaceAnnotations(ctx, namespaceOf(ctx, gw))
-		if err != nil {
-			return err
-		}
-		source := imageFromFlag
-		if ns := defaults.ForNamespace(annotations); ns.Image != defaults.Image {
-			defaults, source = ns, imageFromNamespace
-		}
-		recordImageSource(ctx, source)
-	}
-	Default(gw, defaults)
-	return nil
+	// Operator are the operator's configured defaults.
+	Operator defaults.Operator
 }
 
 func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[string]string, error) {
@@ -100,12 +82,21 @@ func (d *Defaulter) namespaceAnnotations(ctx context.Context, name string) (map[
 	return ns.Annotations, nil
 }
 
-// Validator is the validating webhook: it gathers the gateways that serve
-// the same routes and the backend Services' ports, and calls Validate.
+// Validator is the validating webhook: it gathers the gateways the
+// gateway may compete with and the backend Services' ports, and calls
+// Validate.
 type Validator struct {
-	// Gateways finds the APIGateways that serve a route: the cache's
-	// route index (routeindex.Index).
+	// Gateways finds the APIGateways that hold a route or a host: the
+	// cache's route index (routeindex.Index).
 	Gateways routeindex.Finder
+	// Classes reads the IngressClasses (the manager's cache, after
+	// routeindex.WatchClasses); nil: none is known.
+	Classes client.Reader
+	// Policy is the operator's --namespace-ownership; empty is Strict.
+	Policy ownership.Policy
+	// Access answers whether the requesting user may read a namespace's
+	// APIGateways, for the denial's message; nil: never.
+	Access AccessReviewer
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter
@@ -143,27 +134,55 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 		gw = gw.DeepCopy()
 		gw.Namespace = ns
 	}
-	others, err := v.servingGateways(ctx, gw)
+	related, err := v.related(ctx, gw)
 	if err != nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that serve the same routes: %v", err))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that share the gateway's hosts: %v", err))
 	}
-	related := RelatedObjects{Gateways: others}
 	if v.Services != nil {
 		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
 	}
-	errs, warnings := Validate(old, gw, related)
-	// The API server's warnings policy sends these, operator up or down.
-	spec := SpecWarnings(gw)
-	warnings = slices.DeleteFunc(warnings, func(w string) bool { return slices.Contains(spec, w) })
+	// The warnings about the gateway alone are the API server's warnings
+	// policy's, operator up or down; admit.Validate's need other objects.
+	errs, warnings := admit.Validate(old, gw, related)
 	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
-		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == RuleConflict }) {
-			inv.holders = conflictHolders(old, gw, others)
+		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == admit.RuleConflict || e.Origin == admit.RuleHostOwned }) {
+			inv.holders = admit.ConflictHolders(old, gw, related)
 		}
 		return warnings, inv
 	}
 	return warnings, nil
+}
+
+// related gathers what Validate needs from the caches: the IngressClasses
+// and the gateways gw may compete with (ownership.Candidates), copied, and
+// who may read what.
+func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (admit.RelatedObjects, error) {
+	related := admit.RelatedObjects{Policy: v.Policy}
+	if v.Classes != nil {
+		classes, err := routeindex.Classes(ctx, v.Classes)
+		if err != nil {
+			return related, err
+		}
+		related.Classes = classes
+	}
+	others, err := ownership.Candidates(ctx, v.Gateways, gw, related.Classes)
+	if err != nil {
+		return related, err
+	}
+	for _, o := range others {
+		// The cache's copy is shared: a candidate is copied.
+		if !sameGateway(o, gw) {
+			related.Gateways = append(related.Gateways, *o.DeepCopy())
+		}
+	}
+	if v.Access != nil {
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			related.Readable = func(namespace string) bool { return v.Access.CanReadGateways(ctx, req.UserInfo, namespace) }
+		}
+	}
+	return related, nil
 }
 
 // tooMany is the error for a gateway with a list longer than its limit
@@ -195,25 +214,6 @@ func newInvalid(name string, errs field.ErrorList) *invalidError {
 
 // Unwrap returns the status error, for errors.As.
 func (e *invalidError) Unwrap() error { return e.StatusError }
-
-// servingGateways returns the other APIGateways, of any namespace, that
-// serve one of gw's route keys: one index lookup per key, never a scan.
-func (v *Validator) servingGateways(ctx context.Context, gw *v1.APIGateway) ([]v1.APIGateway, error) {
-	var others []v1.APIGateway
-	for _, key := range validation.RouteKeys(gw) {
-		serving, err := v.Gateways.Serving(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range serving {
-			// The cache's copy is shared: a match is copied.
-			if !sameGateway(o, gw) && !slices.ContainsFunc(others, func(k v1.APIGateway) bool { return sameGateway(&k, o) }) {
-				others = append(others, *o.DeepCopy())
-			}
-		}
-	}
-	return others, nil
-}
 
 // sameGateway reports whether a and b are the same object: names are
 // unique within a namespace only.

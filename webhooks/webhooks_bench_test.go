@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
 )
 
@@ -30,47 +32,61 @@ func benchGateway(n int) *v1.APIGateway {
 	return gw
 }
 
-// BenchmarkDefault is the mutating webhook's work on a 10-route gateway
-// (copying it, as the webhook decodes a fresh one per request).
+// BenchmarkDefault is the defaults table's work on a 10-route gateway as
+// the mutating webhook decodes it (defaults.Patch).
 func BenchmarkDefault(b *testing.B) {
-	gw := benchGateway(10)
+	raw, err := json.Marshal(benchGateway(10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		b.Fatal(err)
+	}
+	params := testDefaults.Params(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		Default(gw.DeepCopy(), testDefaults)
+		defaults.Patch(obj, params)
 	}
+}
+
+// defaulted is gw as the defaults table makes it.
+func defaulted(gw *v1.APIGateway) *v1.APIGateway {
+	out, err := defaults.Defaulted(gw, testDefaults.Params(nil))
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // BenchmarkValidate is the validating webhook's work on a defaulted
 // 10-route create, with another gateway serving one of its hosts and paths
 // and every backend Service known.
 func BenchmarkValidate(b *testing.B) {
-	gw := benchGateway(10)
-	Default(gw, testDefaults)
-	other := benchGateway(1)
+	gw := defaulted(benchGateway(10))
+	other := defaulted(benchGateway(1))
 	other.Name = "other"
-	Default(other, testDefaults)
 	ports := map[string][]int32{}
 	for _, r := range gw.Spec.Routes {
 		ports[r.BackendService.Name] = []int32{8080}
 	}
-	related := RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
-	if errs, _ := Validate(nil, gw, related); len(errs) == 0 {
+	related := admit.RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
+	if errs, _ := admit.Validate(nil, gw, related); len(errs) == 0 {
 		b.Fatal("the benchmark gateway conflicts with no other: it must, to exercise the check")
 	}
 	related.Gateways[0].Spec.Routes[0].Path = "/elsewhere/"
-	if errs, _ := Validate(nil, gw, related); len(errs) > 0 {
+	if errs, _ := admit.Validate(nil, gw, related); len(errs) > 0 {
 		b.Fatalf("the benchmark gateway is invalid: %v", errs)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Validate(nil, gw, related)
+		admit.Validate(nil, gw, related)
 	}
 }
 
 // BenchmarkRouteKeys is the route index's work per gateway.
 func BenchmarkRouteKeys(b *testing.B) {
-	gw := benchGateway(10)
-	Default(gw, testDefaults)
+	gw := defaulted(benchGateway(10))
 	b.ReportAllocs()
 	for b.Loop() {
 		validation.RouteKeys(gw)
@@ -87,10 +103,10 @@ func (namespaceStub) Get(context.Context, client.ObjectKey, client.Object, ...cl
 
 // benchRequest is a create of a 10-route gateway as the API server sends
 // it to the webhooks; defaulted selects the validating webhook's copy.
-func benchRequest(b *testing.B, defaulted bool) admission.Request {
+func benchRequest(b *testing.B, complete bool) admission.Request {
 	gw := benchGateway(10)
-	if defaulted {
-		Default(gw, testDefaults)
+	if complete {
+		gw = defaulted(gw)
 	}
 	gw.APIVersion, gw.Kind, gw.Namespace = v1.GroupVersion.String(), apiGatewayKind, "default"
 	raw, err := json.Marshal(gw)
@@ -106,7 +122,7 @@ func benchRequest(b *testing.B, defaulted bool) admission.Request {
 // BenchmarkMutatingHandler is the mutating webhook's whole work on one
 // request, from the raw object to the patch.
 func BenchmarkMutatingHandler(b *testing.B) {
-	h := mutatingHandler{&Defaulter{Namespaces: namespaceStub{}, Defaults: testDefaults}}
+	h := mutatingHandler{&Defaulter{Namespaces: namespaceStub{}, Operator: testDefaults}}
 	req := benchRequest(b, false)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -121,8 +137,7 @@ func BenchmarkMutatingHandler(b *testing.B) {
 func BenchmarkValidatingHandler(b *testing.B) {
 	var others []*v1.APIGateway
 	for i := range 10000 {
-		gw := benchGateway(1)
-		Default(gw, testDefaults)
+		gw := defaulted(benchGateway(1))
 		gw.Name, gw.Spec.Routes[0].Path = fmt.Sprintf("gw-%d", i), fmt.Sprintf("/other-%d/", i)
 		others = append(others, gw)
 	}

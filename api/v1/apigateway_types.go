@@ -107,6 +107,18 @@ type APIGatewaySpec struct {
 	// to the Gateways in httpRoute.parentRefs (type HTTPRoute).
 	// +optional
 	Exposure *Exposure `json:"exposure,omitempty"`
+
+	// delegations lend path prefixes of this gateway's hosts to the
+	// gateways of other namespaces. A host belongs to the namespace that
+	// claimed it first; no other namespace may route on it, whatever its
+	// path, except under the prefixes its owner lends it here (unless the
+	// cluster's admin runs the operator with
+	// --namespace-ownership=InterNamespaceAllowed). Gateways of one
+	// namespace share its hosts freely. Up to 32.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Delegations []HostDelegation `json:"delegations,omitempty"`
 }
 
 // ExposureType names the kind of object that exposes a gateway.
@@ -292,6 +304,12 @@ type APIGatewayStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// claims record when the gateway began to hold its routes and scopes:
+	// the first claim on a host or a route wins it. Written by the operator
+	// only.
+	// +optional
+	Claims *Claims `json:"claims,omitempty"`
 }
 
 // APIGateway is an nginx gateway that routes requests by host and path to

@@ -1,12 +1,13 @@
 package v1
 
 // ConditionAccepted is True when the gateway serves every one of its
-// routes, and False when another APIGateway holds some of them: two
-// gateways of one ingress class with the same host, pathType and
-// normalised path would fight over the requests, so only the oldest
-// gateway serves such a route and the others leave it out of their
-// children. The admission webhook refuses a conflict it can see; this
-// condition reports one admitted while the webhook was not answering.
+// routes, and False when other APIGateways hold some of them: a host
+// belongs to the namespace that claimed it first, and a route (host,
+// pathType and normalised path, in an ingress class or on a parent
+// Gateway) to the gateway that claimed it first, so the others leave such
+// routes out of their children. The admission webhook refuses a conflict
+// it can see; this condition reports one admitted while the webhook was
+// not answering.
 const ConditionAccepted = "Accepted"
 
 // Reasons of the Accepted condition.
@@ -17,6 +18,11 @@ const (
 	// (the message names each route and its holder); remove them here or
 	// there, or change their host or path.
 	ReasonRouteConflict = "RouteConflict"
+	// ReasonHostOwned: some routes are on a host that belongs to another
+	// namespace, whose gateways claimed it first and lend this namespace
+	// none of those paths (spec.delegations); ask its owner for a
+	// delegation, or use a host of your own.
+	ReasonHostOwned = "HostOwned"
 )
 
 // ConditionExposed, reported with exposure type HTTPRoute only, is what

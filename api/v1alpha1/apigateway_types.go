@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
 )
 
 // APIGatewaySpec is the desired state of an APIGateway.
@@ -83,31 +85,10 @@ type Route struct {
 	ServicePort int32 `json:"servicePort"`
 }
 
-// APIGatewayStatus is the observed state of an APIGateway.
-type APIGatewayStatus struct {
-	// observedGeneration is the metadata.generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// replicas is the number of gateway pods that exist.
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-
-	// readyReplicas is the number of gateway pods that are ready.
-	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-
-	// selector is the label selector of the gateway pods, in string form, for
-	// the scale subresource.
-	// +optional
-	Selector string `json:"selector,omitempty"`
-
-	// conditions are Ready, Progressing and Degraded.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
+// APIGatewayStatus is the observed state of an APIGateway: v1's, field for
+// field (the claims and every condition included), so that a status read
+// through either version says the same.
+type APIGatewayStatus = v1.APIGatewayStatus
 
 // APIGateway is an nginx gateway that routes requests by host and path prefix
 // to Services in its namespace. Deprecated in favour of example.com/v1, which

@@ -13,14 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -46,6 +49,12 @@ type options struct {
 
 	defaultReplicas int
 	clusterDomain   string
+	trustedProxies  string
+	ownership       string
+	// watchNamespaces is --watch-namespaces as written; namespaces is it
+	// split and checked, nil for every namespace.
+	watchNamespaces string
+	namespaces      []string
 	policyParams    string
 	otlpEndpoint    string
 	policyParamsKey types.NamespacedName // from policyParams; zero when empty
@@ -73,11 +82,15 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the namespace the operator runs in).")
 	fs.DurationVar(&o.shutdownGrace, "graceful-shutdown-timeout", 30*time.Second, "How long in-flight webhook requests and reconciles may take to finish on shutdown.")
 
-	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", webhooks.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
-	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
+	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", defaults.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
+	fs.IntVar(&o.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "Replicas for APIGateways that set none, from 0 to 100.")
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
+	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
+	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), "Who may route on a host: Strict, the namespace whose APIGateway claimed it first (a wildcard claims the names it matches), and other namespaces only under the path prefixes it lends them (spec.delegations); "+
+		"or InterNamespaceAllowed, every namespace, competing only for identical routes (unsafe among untrusted tenants: a longer path, or an exact host under a wildcard, takes requests from the host's owner).")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
@@ -97,6 +110,21 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.ClusterDomain = o.clusterDomain
+	proxies, err := parseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		return err
+	}
+	o.controller.TrustedProxies = proxies
+	if o.namespaces, err = parseNamespaces(o.watchNamespaces); err != nil {
+		return err
+	}
+	o.controller.Namespaces = o.namespaces
+	switch p := ownership.Policy(o.ownership); p {
+	case ownership.Strict, ownership.InterNamespaceAllowed:
+		o.controller.Policy, o.webhooks.Policy = p, p
+	default:
+		return fmt.Errorf("--namespace-ownership: want %s or %s, got %q", ownership.Strict, ownership.InterNamespaceAllowed, o.ownership)
+	}
 	o.certs.ClusterDomain = o.clusterDomain
 	o.controller.DefaultImage = o.webhooks.DefaultImage
 	o.webhooks.Tracing = tracing.Enabled(o.otlpEndpoint)
@@ -119,6 +147,41 @@ func (o *options) complete() error {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
 	}
 	return nil
+}
+
+// trustedProxiesUsage documents --gateway-trusted-proxies, which the
+// operator and the render command take.
+const trustedProxiesUsage = "Comma-separated IP addresses or CIDRs of the front proxies (such as the ingress controller's pods) whose X-Forwarded-For the gateways believe: " +
+	"their backends then see the client's address in X-Forwarded-For and X-Real-IP. Empty: the connecting address, and a client's own X-Forwarded-For is dropped."
+
+// parseTrustedProxies splits and checks --gateway-trusted-proxies.
+func parseTrustedProxies(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	proxies := strings.Split(s, ",")
+	for i := range proxies {
+		proxies[i] = strings.TrimSpace(proxies[i])
+	}
+	if _, err := controller.TrustedProxies(proxies); err != nil {
+		return nil, fmt.Errorf("--gateway-trusted-proxies: %w", err)
+	}
+	return proxies, nil
+}
+
+// parseNamespaces splits and checks --watch-namespaces.
+func parseNamespaces(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	namespaces := strings.Split(s, ",")
+	for i, ns := range namespaces {
+		namespaces[i] = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(namespaces[i]); len(errs) > 0 {
+			return nil, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", namespaces[i], strings.Join(errs, "; "))
+		}
+	}
+	return namespaces, nil
 }
 
 // checkClusterDomain refuses a --cluster-domain that is no DNS name; the
@@ -170,9 +233,20 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 	if auth != nil {
 		webhookServer = auth.Server(webhookServer)
 	}
+	cacheOpts := controller.CacheOptions()
+	if len(o.namespaces) > 0 {
+		// Namespaced objects (gateways, children, Services) of these
+		// namespaces only (the reconciler's HTTPRoute cache too, through
+		// o.controller.Namespaces); cluster-scoped ones (Namespaces,
+		// IngressClasses, the HTTPRoute CRD) stay cluster-wide.
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	return ctrl.Options{
 		Scheme: scheme,
-		Cache:  controller.CacheOptions(),
+		Cache:  cacheOpts,
 		Metrics: metricsserver.Options{
 			BindAddress:    o.metricsAddr,
 			SecureServing:  true,

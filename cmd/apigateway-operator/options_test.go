@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -58,17 +59,41 @@ func TestFlagsComplete(t *testing.T) {
 		"another cluster domain": {args: []string{"--cluster-domain=corp.example"}},
 		"cluster domain upper case": {args: []string{"--cluster-domain=Corp.example"},
 			wantErr: `--cluster-domain: want a DNS name such as cluster.local, got "Corp.example": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		"trusted proxies": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8, 192.168.1.1"}},
+		"a trusted proxy that is no address": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8,ingress-nginx"},
+			wantErr: `--gateway-trusted-proxies: trusted proxy "ingress-nginx" is not an IP address or CIDR`},
+		"inter-namespace hosts":    {args: []string{"--namespace-ownership=InterNamespaceAllowed"}},
+		"an unknown ownership":     {args: []string{"--namespace-ownership=loose"}, wantErr: `--namespace-ownership: want Strict or InterNamespaceAllowed, got "loose"`},
+		"watched namespaces":       {args: []string{"--watch-namespaces=team-a,team-b"}},
+		"a watched namespace typo": {args: []string{"--watch-namespaces=team-a,Team_B"}, wantErr: `--watch-namespaces: "Team_B" is not a namespace name: `},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, tc.args...)
 			if tc.wantErr != "" {
-				require.EqualError(t, err, tc.wantErr)
+				require.Error(t, err)
+				require.True(t, strings.HasPrefix(err.Error(), tc.wantErr), "%v", err)
 				return
 			}
 			require.NoError(t, err)
 		})
 	}
+}
+
+// TestNamespacedMode: --watch-namespaces restricts the cache of namespaced
+// objects to those namespaces; without it the operator watches every one.
+func TestNamespacedMode(t *testing.T) {
+	o, err := parse(t, "--watch-namespaces=team-a, team-b")
+	require.NoError(t, err)
+	opts := o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil)
+	assert.Len(t, opts.Cache.DefaultNamespaces, 2)
+	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-a")
+	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-b")
+	o, err = parse(t)
+	require.NoError(t, err)
+	assert.Empty(t, o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil).Cache.DefaultNamespaces)
+	assert.Equal(t, ownership.Strict, o.controller.Policy, "hosts are owned by default")
+	assert.Equal(t, ownership.Strict, o.webhooks.Policy)
 }
 
 func TestFlagDefaults(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/offline"
-	"example.com/apigateway-operator/webhooks"
 )
 
 const renderSynopsis = `Usage: apigateway-operator render -f FILE|DIR|- [flags]
@@ -32,9 +32,10 @@ input.`
 // renderOptions are render's flags: the gateways are read and judged with
 // validate's (judge), the children built with the operator's.
 type renderOptions struct {
-	judge         validateOptions
-	output        string
-	clusterDomain string
+	judge          validateOptions
+	output         string
+	clusterDomain  string
+	trustedProxies string
 }
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -45,10 +46,11 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&o.judge.files, "f", "File, directory (its .yaml, .yml and .json files) or - for standard input; repeatable.")
 	fs.StringVar(&o.output, "o", "yaml", "Output: yaml (documents separated by ---) or json (one object, or a List of them).")
 	fs.StringVar(&o.judge.namespace, "namespace", "default", "Namespace of the objects that name none.")
-	fs.StringVar(&o.judge.defaultImage, "default-image", webhooks.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
-	fs.IntVar(&o.judge.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
+	fs.StringVar(&o.judge.defaultImage, "default-image", defaults.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
+	fs.IntVar(&o.judge.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.judge.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
+	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", "The operator's --gateway-trusted-proxies. "+trustedProxiesUsage)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -61,13 +63,18 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	proxies, err := parseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
 	report, err := o.judge.validate(context.Background(), stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	children, refused := renderReport(report, controller.ChildOptions{
-		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain,
+		DefaultImage: o.judge.defaultImage, ClusterDomain: o.clusterDomain, TrustedProxies: proxies,
 	}, stderr)
 	if refused {
 		return 1

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/offline"
-	"example.com/apigateway-operator/webhooks"
 )
 
 const validateSynopsis = `Usage: apigateway-operator validate -f FILE|DIR|- [flags]
@@ -43,8 +43,8 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&o.files, "f", "File, directory (its .yaml, .yml and .json files) or - for standard input; repeatable.")
 	fs.StringVar(&o.output, "o", "text", "Output: text (kubectl-like) or json.")
 	fs.StringVar(&o.namespace, "namespace", "default", "Namespace of the objects that name none.")
-	fs.StringVar(&o.defaultImage, "default-image", webhooks.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
-	fs.IntVar(&o.defaultReplicas, "default-replicas", int(webhooks.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
+	fs.StringVar(&o.defaultImage, "default-image", defaults.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
+	fs.IntVar(&o.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Also check conflicts with the APIGateways of this cluster (read only).")
 	fs.StringVar(&o.context, "context", "", "The kubeconfig context to read the cluster's APIGateways from (implies reading the cluster).")
@@ -73,7 +73,7 @@ func (o *validateOptions) validate(ctx context.Context, stdin io.Reader) (offlin
 		return offline.Report{}, fmt.Errorf("-o %q: want text or json", o.output)
 	}
 	opts := offline.Options{
-		Defaults:             webhooks.Defaults{Image: o.defaultImage, Replicas: int32(o.defaultReplicas)},
+		Defaults:             defaults.Operator{Image: o.defaultImage, Replicas: int32(o.defaultReplicas)},
 		Namespace:            o.namespace,
 		NamespaceAnnotations: map[string]map[string]string{},
 	}

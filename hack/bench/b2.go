@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -41,8 +42,10 @@ func benchB2(duration time.Duration) func(context.Context, *harness) ([]row, err
 		if err != nil {
 			return nil, err
 		}
-		defaulted := raw.DeepCopy()
-		webhooks.Default(defaulted, webhooks.Defaults{Image: image, Replicas: 1})
+		defaulted, err := defaults.Defaulted(raw, defaults.Operator{Image: image, Replicas: 1}.Params(nil))
+		if err != nil {
+			return nil, err
+		}
 		validate, err := testenv.AdmissionReview("b2", defaulted)
 		if err != nil {
 			return nil, err

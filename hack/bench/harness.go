@@ -126,15 +126,16 @@ func (h *harness) namespace(ctx context.Context, name string) error {
 	return h.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
-// benchGateway is a complete gateway with n routes on api.example.com
-// under prefix.
+// benchGateway is a complete gateway with n routes under prefix, on
+// api.<ns>.example.com: a host belongs to the namespace that claimed it
+// first, so each namespace has its own.
 func benchGateway(ns, name, prefix string, n int) *v1.APIGateway {
 	gw := &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       v1.APIGatewaySpec{Image: image, Replicas: ptr.To[int32](1)},
 	}
 	for i := range n {
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: fmt.Sprintf("%s%d/", prefix, i),
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api." + ns + ".example.com", Path: fmt.Sprintf("%s%d/", prefix, i),
 			PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: fmt.Sprintf("svc-%d", i), Port: 8080}})
 	}
 	return gw

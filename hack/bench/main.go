@@ -22,8 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/test/testenv"
-	"example.com/apigateway-operator/webhooks"
 )
 
 func main() {
@@ -60,7 +60,7 @@ func run(ctx context.Context, c config) error {
 		ServiceClusterIPRange: "10.0.0.0/16",
 		// As the manifests install it: the API server fills in defaults
 		// itself, with or without the webhooks (B1d).
-		Policies: webhooks.PolicyParamsData(webhooks.Defaults{Image: image, Replicas: 1}),
+		Policies: defaults.Operator{Image: image, Replicas: 1}.PolicyData(),
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package policy embeds the admission policies that keep the API's
 // defaults (defaults.yaml) and warnings (warnings.yaml) in the API server,
-// so tests use the very YAML the manifests install.
+// and narrow the operator's own writes (operator.yaml), so tests use the
+// very YAML the manifests install.
 package policy
 
 import (
@@ -25,14 +26,26 @@ var Defaults []byte
 //go:embed warnings.yaml
 var Warnings []byte
 
+// Operator is operator.yaml: the ValidatingAdmissionPolicies that narrow
+// what the operator's ServiceAccount writes, and keep the gateways'
+// claims its own, with their bindings.
+//
+//go:embed operator.yaml
+var Operator []byte
+
+// OperatorPolicies decodes Operator: the writes policy and its binding,
+// then the claims policy and its binding.
+func OperatorPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	ps := []*admissionregistrationv1.ValidatingAdmissionPolicy{{}, {}}
+	bs := []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{{}, {}}
+	return ps, bs, decode(Operator, "operator.yaml", ps[0], bs[0], ps[1], bs[1])
+}
+
 // ParamsName and ParamsNamespace name the ConfigMap the binding reads the
 // operator's default image and replicas from (defaults_params.yaml).
 const (
 	ParamsName      = "apigateway-operator-defaults"
 	ParamsNamespace = "apigateway-operator-system"
-	// ParamImage and ParamReplicas are its keys.
-	ParamImage    = "image"
-	ParamReplicas = "replicas"
 )
 
 // DefaultsPolicy decodes Defaults: the MutatingAdmissionPolicy and its

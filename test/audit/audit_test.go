@@ -63,9 +63,10 @@ const flagImage = "registry.example.com/audit-gateway:1.0"
 
 // TestAdmissionAuditAnnotations writes gateways that need defaults (the
 // image from the flag, then from the namespace), one through v1alpha1, and
-// one that conflicts, and finds in the API server's
+// one on a host another namespace owns, and finds in the API server's
 // audit log what admission did to each: the defaults and where the image
-// came from, the request's version, the rules that denied and the holder.
+// came from, the request's version, the rules that denied and the holder
+// (the audit log is the admins': it names the holder).
 func TestAdmissionAuditAnnotations(t *testing.T) {
 	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestAdmissionAuditAnnotations(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, fromNamespace))
 	conflicting := gateway(annotated.Name, "conflicting", "flag.audit.example.com", ptr.To[int32](3))
 	conflicting.Spec.Image = "nginx:1.27"
-	require.Error(t, env.Client.Create(ctx, conflicting), "a route another gateway serves")
+	require.Error(t, env.Client.Create(ctx, conflicting), "a host another namespace owns")
 	legacy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1alpha1", "kind": "APIGateway",
 		"metadata": map[string]any{"name": "legacy", "namespace": plain.Name},
@@ -108,7 +109,7 @@ func TestAdmissionAuditAnnotations(t *testing.T) {
 		validating + webhooks.AuditRequestVersion: "v1alpha1",
 	})
 	assertAudit(t, annotated.Name, "conflicting", map[string]string{
-		validating + webhooks.AuditDeniedRules:     "conflict",
+		validating + webhooks.AuditDeniedRules:     "hostOwned",
 		validating + webhooks.AuditConflictHolders: plain.Name + "/from-flag",
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,10 @@ type EchoReply struct {
 	RequestURI string `json:"requestURI"`
 	Path       string `json:"path"`
 	Host       string `json:"host"`
+	// ForwardedFor and RealIP are the X-Forwarded-For and X-Real-IP
+	// headers the backend received.
+	ForwardedFor string `json:"forwardedFor,omitempty"`
+	RealIP       string `json:"realIP,omitempty"`
 }
 
 // StartEchoBackends starts one echo backend on 127.0.0.1 per Service name
@@ -41,7 +46,8 @@ func StartEchoBackend(t testing.TB, name, addr string) int32 {
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host})
+		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
+			ForwardedFor: strings.Join(r.Header.Values("X-Forwarded-For"), ", "), RealIP: r.Header.Get("X-Real-IP")})
 	}))
 	srv.Listener.Close()
 	srv.Listener = ln

@@ -191,10 +191,12 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("two gateways sharing a host on one Gateway split it by path", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "users", "127.0.0.1:9001")
 		dataplane.StartEchoBackend(t, "orders", "127.0.0.1:9002")
-		nsA, nsB := newNamespace(t, "team-a"), newNamespace(t, "team-b")
-		apply(t, apiGateway(nsA, "shop", listenerHTTP, route("shared.example.com", "/users/", "Prefix", "users", 9001)))
-		apply(t, apiGateway(nsB, "shop", listenerHTTP, route("shared.example.com", "/orders/", "Prefix", "orders", 9002)))
-		a, b := client.ObjectKey{Namespace: nsA, Name: "shop"}, client.ObjectKey{Namespace: nsB, Name: "shop"}
+		// The host belongs to the namespace that claimed it first; its
+		// gateways share it (another namespace would need a delegation).
+		ns := newNamespace(t, "shared")
+		apply(t, apiGateway(ns, "users", listenerHTTP, route("shared.example.com", "/users/", "Prefix", "users", 9001)))
+		apply(t, apiGateway(ns, "orders", listenerHTTP, route("shared.example.com", "/orders/", "Prefix", "orders", 9002)))
+		a, b := client.ObjectKey{Namespace: ns, Name: "users"}, client.ObjectKey{Namespace: ns, Name: "orders"}
 		startPod(t, a)
 		startPod(t, b)
 		waitCondition(t, a, v1.ConditionExposed, "True", v1.ReasonExposed)
@@ -204,13 +206,13 @@ func TestRoutedThroughTraefik(t *testing.T) {
 			served("http", "shared.example.com", "/orders/7", "orders"),
 			notFound("http", "shared.example.com", "/payments", byTraefik),
 		)
-		// Admission refuses team-b's claim on team-a's path, naming the
-		// holder: both attach to the same Gateway.
-		res := env.Kubectl(t.Context(), strings.NewReader(apiGateway(nsB, "shop", listenerHTTP,
+		// Admission refuses one gateway's claim on the other's path,
+		// naming the holder: both attach to the same Gateway.
+		res := env.Kubectl(t.Context(), strings.NewReader(apiGateway(ns, "orders", listenerHTTP,
 			route("shared.example.com", "/orders/", "Prefix", "orders", 9002),
 			route("shared.example.com", "/users", "Prefix", "orders", 9002))), "apply", "-f", "-")
 		require.Error(t, res.Err)
-		assert.Contains(t, res.Stderr, "APIGateway "+nsA+"/shop")
+		assert.Contains(t, res.Stderr, "APIGateway "+ns+"/users")
 	})
 
 	t.Run("percent-encoded and unusual paths", func(t *testing.T) {
@@ -279,10 +281,10 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("wildcard hosts", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "wide", "127.0.0.1:9012")
 		dataplane.StartEchoBackend(t, "narrow", "127.0.0.1:9013")
-		nsA, nsB := newNamespace(t, "wide"), newNamespace(t, "narrow")
-		apply(t, apiGateway(nsA, "wide", listenerHTTP, route("*.wild.example.com", "/", "Prefix", "wide", 9012)))
-		apply(t, apiGateway(nsB, "narrow", listenerHTTP, route("*.b.wild.example.com", "/", "Prefix", "narrow", 9013)))
-		wide, narrow := client.ObjectKey{Namespace: nsA, Name: "wide"}, client.ObjectKey{Namespace: nsB, Name: "narrow"}
+		ns := newNamespace(t, "wild")
+		apply(t, apiGateway(ns, "wide", listenerHTTP, route("*.wild.example.com", "/", "Prefix", "wide", 9012)))
+		apply(t, apiGateway(ns, "narrow", listenerHTTP, route("*.b.wild.example.com", "/", "Prefix", "narrow", 9013)))
+		wide, narrow := client.ObjectKey{Namespace: ns, Name: "wide"}, client.ObjectKey{Namespace: ns, Name: "narrow"}
 		startPod(t, wide)
 		startPod(t, narrow)
 		waitCondition(t, wide, v1.ConditionExposed, "True", v1.ReasonExposed)

@@ -20,11 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
+	"example.com/apigateway-operator/manifests/policy"
 )
 
 // downFor is how long the operator stays down under write load.
@@ -35,9 +38,9 @@ const downFor = 30 * time.Second
 // no v1 write that succeeds with the operator up is refused while it is
 // down; a create that needs defaults gets the operator's; the invalid
 // samples are refused with the same field paths; a conflicting gateway is
-// admitted, and once the operator is back it reports RouteConflict naming
-// the holder and serves nothing that collides, while the holder keeps
-// serving.
+// admitted, and once the operator is back it reports HostOwned (without
+// naming the owner) and serves nothing on the owner's host, while the
+// owner keeps serving.
 func TestOperatorDown(t *testing.T) {
 	op := startOperator(t)
 	holderNS, intruderNS, ns := newNamespace(t, "holder"), newNamespace(t, "intruder"), newNamespace(t, "down")
@@ -75,10 +78,11 @@ func TestOperatorDown(t *testing.T) {
 	t.Logf("writes by phase: %v", writes)
 	assert.Greater(t, writes["down"], 50, "writes while the operator was down")
 
-	t.Run("the conflict is resolved for the older gateway", func(t *testing.T) {
+	t.Run("the host stays its owner's", func(t *testing.T) {
 		cond := awaitAccepted(t, intruder, "False")
-		assert.Equal(t, v1.ReasonRouteConflict, cond.Reason)
-		assert.Contains(t, cond.Message, holderNS+"/holder")
+		assert.Equal(t, v1.ReasonHostOwned, cond.Reason)
+		assert.Contains(t, cond.Message, "host shared.example.com belongs to another namespace")
+		assert.NotContains(t, cond.Message, holderNS, "the intruder's status names no other namespace")
 		awaitIngressPaths(t, intruder, "own.example.com /")
 		assert.NotContains(t, configText(t, intruder), "shared.example.com", "the intruder's nginx configuration")
 		assert.Equal(t, v1.ReasonAccepted, awaitAccepted(t, holder, "True").Reason)
@@ -271,4 +275,21 @@ func (l *load) stop(t *testing.T) map[string]int {
 	defer l.mu.Unlock()
 	assert.Empty(t, l.refused, "writes refused")
 	return l.writes
+}
+
+// TestDefaultsParametersAreRestored: whoever may edit the defaults
+// policy's parameter ConfigMap would choose the image of every gateway
+// created while the operator is down, everywhere; the running operator
+// puts its own back.
+func TestDefaultsParametersAreRestored(t *testing.T) {
+	startOperator(t)
+	ctx := t.Context()
+	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
+	require.NoError(t, env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: params.Namespace, Name: params.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"data":{"`+defaults.ParamImage+`":"evil.example/miner:1"}}`))))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cm := &corev1.ConfigMap{}
+		require.NoError(c, env.Client.Get(ctx, params, cm))
+		assert.Equal(c, operatorDefaults.PolicyData(), cm.Data)
+	}, waitFor, tick, "the operator did not put its defaults back")
 }

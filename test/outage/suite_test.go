@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/test/testenv"
@@ -40,7 +41,7 @@ const (
 )
 
 // The operator's flags in this suite: values no test object sets itself.
-var operatorDefaults = webhooks.Defaults{Image: "registry.example/outage-gateway:1.0", Replicas: 2}
+var operatorDefaults = defaults.Operator{Image: "registry.example/outage-gateway:1.0", Replicas: 2}
 
 // operator is a running operator: webhooks, reconciler and the policy's
 // parameters, as main wires them.
@@ -61,7 +62,7 @@ func startOperator(t *testing.T) *operator {
 	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: operatorDefaults.Image, MaxConcurrentReconciles: 4}))
 	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
 	require.NoError(t, mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
-		ConfigMap: params, Defaults: operatorDefaults}))
+		ConfigMap: params, Defaults: operatorDefaults, Every: 200 * time.Millisecond}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{cancel: cancel, done: make(chan error, 1)}
@@ -71,7 +72,7 @@ func startOperator(t *testing.T) *operator {
 		require.NoError(c, mgr.GetWebhookServer().StartedChecker()(nil))
 		cm := &corev1.ConfigMap{}
 		require.NoError(c, env.Client.Get(ctx, params, cm))
-		require.Equal(c, webhooks.PolicyParamsData(operatorDefaults), cm.Data)
+		require.Equal(c, operatorDefaults.PolicyData(), cm.Data)
 	}, waitFor, tick, "the operator did not start serving and write its defaults")
 	return op
 }

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -28,14 +29,14 @@ func TestMain(m *testing.M) {
 	},
 		// As the manifests install them: the defaults and warnings
 		// policies, with the operator's defaults in the parameters.
-		Policies: webhooks.PolicyParamsData(operatorDefaults),
+		Policies: operatorDefaults.PolicyData(),
 	})
 }
 
 // operatorDefaults are the webhooks' defaults in these tests, and so the
 // offline checker's: not the package's, so a check that ignored them
 // would fail.
-var operatorDefaults = webhooks.Defaults{Image: "registry.example.com/nginx:1.29", Replicas: 2}
+var operatorDefaults = defaults.Operator{Image: "registry.example.com/nginx:1.29", Replicas: 2}
 
 // startWebhooks runs the webhooks as main wires them until the test ends.
 func startWebhooks(t *testing.T) ctrl.Manager {

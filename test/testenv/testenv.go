@@ -61,7 +61,7 @@ type Options struct {
 	// Policies, when not nil, installs the admission policies of
 	// manifests/policy as the manifests do (the defaults and the warnings),
 	// with this data in the defaults policy's parameter ConfigMap (keys
-	// policy.ParamImage and policy.ParamReplicas; empty as shipped), and
+	// defaults.ParamImage and defaults.ParamReplicas; empty as shipped), and
 	// waits until the API server applies them.
 	Policies map[string]string
 	// GatewayAPI installs Gateway API's standard CRDs (GatewayClass,

@@ -115,12 +115,12 @@ spec:
   routes:
   - {host: traced.example.com, backendService: {name: svc, port: 80}}
 `), "apply", "-f", "-")
-	require.Error(t, res.Err, "a route another gateway serves")
+	require.Error(t, res.Err, "a host another namespace owns")
 	res = env.Kubectl(t.Context(), nil, "get", "apigateways.v1alpha1.example.com", "traced", "-n", "default")
 	require.NoError(t, res.Err, res.Stderr)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.NotNil(c, collector.spanWhere(func(s *span) bool {
-			return s.name == "apigateway.validate" && s.attrs["apigateway.denied-rules"] == "conflict" &&
+			return s.name == "apigateway.validate" && s.attrs["apigateway.denied-rules"] == "hostOwned" &&
 				s.attrs["apigateway.conflict-holders"] == "default/traced"
 		}), "a validating span naming the denial's rule and holder")
 		assert.NotNil(c, collector.spanWhere(func(s *span) bool {

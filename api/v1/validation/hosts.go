@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/publicsuffix"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -31,6 +32,10 @@ func validateHost(host string, fld *field.Path) field.ErrorList {
 		err = field.Invalid(fld, host,
 			`must be a lower-case DNS name such as api.example.com, optionally starting with "*.", `+
 				`with labels of at most 63 characters`+hostHint(host))
+	case isPublicSuffixWildcard(host):
+		err = field.Invalid(fld, host, fmt.Sprintf(
+			`a wildcard may not cover a public suffix: %s would claim every name registered under %q `+
+				`(the Public Suffix List); name a domain of your own, as in *.example.co.uk`, host, host[2:]))
 	default:
 		return nil
 	}
@@ -60,6 +65,22 @@ func validHost(host string) bool {
 func isTopLevelWildcard(host string) bool {
 	label, ok := strings.CutPrefix(host, "*.")
 	return ok && !strings.Contains(label, ".") && IsDNSName(label)
+}
+
+// isPublicSuffixWildcard reports whether host is "*." and a public suffix,
+// such as *.co.uk or *.github.io: a suffix under which anyone may
+// register names, so one gateway would claim names of unrelated owners.
+// Both the ICANN and the private part of the Public Suffix List count.
+// The schema cannot say this (the list is too large for CEL); admission
+// and the renderer both call this, so a gateway stored while the webhook
+// was down is refused by the renderer and claims nothing.
+func isPublicSuffixWildcard(host string) bool {
+	domain, ok := strings.CutPrefix(host, "*.")
+	if !ok {
+		return false
+	}
+	suffix, _ := publicsuffix.PublicSuffix(domain)
+	return suffix == domain
 }
 
 // IsDNSName reports whether name is a DNS-1123 subdomain whose labels are

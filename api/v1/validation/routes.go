@@ -132,11 +132,22 @@ func validateBackendPort(port int32, fld *field.Path) field.ErrorList {
 // false when r's path has no normal form: validation refuses such a path
 // and the renderer never serves it, so it competes with nothing.
 func RouteKey(scope string, r *v1.Route) (string, bool) {
+	match, ok := RouteMatch(r)
+	if !ok {
+		return "", false
+	}
+	return scope + " " + match, true
+}
+
+// RouteMatch is what r matches, whatever its scope: its pathType, host and
+// normalised path, such as "Prefix api.example.com/users" (RouteKey without
+// the scope). It returns false when r's path has no normal form.
+func RouteMatch(r *v1.Route) (string, bool) {
 	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		return "", false
 	}
-	return scope + " " + string(r.PathType) + " " + r.Host + p, true
+	return string(r.PathType) + " " + r.Host + p, true
 }
 
 // RouteScopes are the scopes in which gw's routes compete with other
@@ -164,6 +175,10 @@ func RouteScopes(gw *v1.APIGateway) []string {
 // gatewayScope starts the scope of a parent Gateway (RouteScopes); a quoted
 // class or "default" never does.
 const gatewayScope = "gateway "
+
+// GatewayScope is the scope (RouteScopes) of the parent Gateway named
+// namespace/name.
+func GatewayScope(namespace, name string) string { return gatewayScope + namespace + "/" + name }
 
 // ScopeGateway returns the parent Gateway, as namespace/name, that scope
 // (a RouteScopes entry) stands for, and false for an ingress class.

@@ -51,4 +51,8 @@ const (
 	// well-formed Gateway references, each once; references to one
 	// Gateway all name a listener.
 	RuleParentRefs = "exposure.httpRoute.parentRefs"
+	// RuleDelegations: spec.delegations lists at most 32 delegations, each
+	// of a route host of the gateway, to another namespace, of 1 to 16
+	// distinct valid path prefixes.
+	RuleDelegations = "delegations"
 )

@@ -51,6 +51,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	errs = append(errs, validateIngressClassName(gw.Spec.IngressClassName, spec.Child("ingressClassName"))...)
 	errs = append(errs, validateResources(gw.Spec.Resources, spec.Child("resources"))...)
 	errs = append(errs, validateExposure(&gw.Spec, spec)...)
+	errs = append(errs, validateDelegations(gw, spec.Child("delegations"))...)
 	return errs
 }
 
@@ -75,6 +76,7 @@ func ValidateCounts(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.TooMany(fld.Child("tls").Index(i).Child("hosts"), n, maxTLSHosts).WithOrigin(RuleTLSHosts))
 		}
 	}
+	errs = append(errs, countDelegations(spec, fld.Child("delegations"))...)
 	return errs
 }
 

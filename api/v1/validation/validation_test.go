@@ -26,9 +26,11 @@ func TestValidate(t *testing.T) {
 		mutate func(*v1.APIGateway)
 		want   []wantErr
 	}{
-		"valid":                        {},
-		"wildcard host":                {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.example.com"; gw.Spec.TLS = nil }},
-		"path with every allowed mark": {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a-b._~!&()*+,=:@%C3%A9/" }},
+		"valid":                          {},
+		"wildcard host":                  {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.example.com"; gw.Spec.TLS = nil }},
+		"wildcard under a public suffix": {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.example.co.uk"; gw.Spec.TLS = nil }},
+		"wildcard of a cluster domain":   {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "*.svc.cluster.local"; gw.Spec.TLS = nil }},
+		"path with every allowed mark":   {mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Path = "/a-b._~!&()*+,=:@%C3%A9/" }},
 		"same path, other pathType": {mutate: func(gw *v1.APIGateway) {
 			gw.Spec.Routes[1].Path, gw.Spec.Routes[1].PathType = "/users/", v1.PathTypeExact
 		}},
@@ -139,6 +141,15 @@ func TestValidate(t *testing.T) {
 		"wildcard over a single label": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.internal" },
 			want:   []wantErr{{"spec.routes[1].host", invalid, `a wildcard must keep at least two labels after "*."`, RuleHost}},
+		},
+		"wildcard over a public suffix": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.co.uk" },
+			want: []wantErr{{"spec.routes[1].host", invalid,
+				`a wildcard may not cover a public suffix: *.co.uk would claim every name registered under "co.uk" (the Public Suffix List); name a domain of your own, as in *.example.co.uk`, RuleHost}},
+		},
+		"wildcard over a private public suffix": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*.github.io" },
+			want:   []wantErr{{"spec.routes[1].host", invalid, `a wildcard may not cover a public suffix: *.github.io`, RuleHost}},
 		},
 		"bare wildcard with a dot": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "*." },

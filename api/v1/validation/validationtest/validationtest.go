@@ -76,3 +76,17 @@ func CheckErrors[W ~struct {
 		assert.Equal(t, w.Rule, got[i].Origin, "error %d: %v", i, got[i])
 	}
 }
+
+// OnHost moves gw, its routes and TLS hosts, to host: a namespace of a
+// test suite that shares one API server needs a host of its own, since
+// the first namespace to route a host owns it.
+func OnHost(gw *v1.APIGateway, host string) {
+	for i := range gw.Spec.Routes {
+		gw.Spec.Routes[i].Host = host
+	}
+	for i := range gw.Spec.TLS {
+		for j := range gw.Spec.TLS[i].Hosts {
+			gw.Spec.TLS[i].Hosts[j] = host
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package offline
+package admit
 
 import (
 	"bufio"
@@ -7,28 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
-	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/manifests/webhook"
 )
 
-// mutatingMatcher compiles the mutating webhook's matchConditions from the
-// generated configuration embedded in the binary, as the API server's
-// webhook plugin does (generic/webhook.go and accessors.go): the webhook is
-// called only for objects they match, and an expression that fails to
-// evaluate is the webhook's failurePolicy's to decide.
-func mutatingMatcher() (matchconditions.Matcher, error) {
+// mutatingMatcher compiles, once, the mutating webhook's matchConditions
+// from the generated configuration embedded in the binary, as the API
+// server's webhook plugin does (generic/webhook.go and accessors.go).
+var mutatingMatcher = sync.OnceValues(func() (matchconditions.Matcher, error) {
 	hook, err := mutatingWebhook(webhook.Configurations)
 	if err != nil {
 		return nil, err
@@ -40,7 +35,7 @@ func mutatingMatcher() (matchconditions.Matcher, error) {
 	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	filter := compiler.CompileCondition(expressions, plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.StoredExpressions)
 	return matchconditions.NewMatcher(filter, hook.FailurePolicy, "webhook", "admit", hook.Name), nil
-}
+})
 
 // mutatingWebhook is the one webhook of the MutatingWebhookConfiguration in
 // data.
@@ -68,13 +63,16 @@ func mutatingWebhook(data []byte) (*admissionregistrationv1.MutatingWebhook, err
 	}
 }
 
-// callsMutatingWebhook reports whether the API server would call the
-// mutating webhook for a create of gw, the object in its v1 form.
-func (c *Checker) callsMutatingWebhook(ctx context.Context, gw *unstructured.Unstructured) (bool, error) {
-	gvk := v1.GroupVersion.WithKind(kindAPIGateway)
-	gvr := v1.GroupVersion.WithResource("apigateways")
-	attrs := admission.NewAttributesRecord(gw, nil, gvk, gw.GetNamespace(), gw.GetName(), gvr, "", admission.Create,
-		&metav1.CreateOptions{}, true, &user.DefaultInfo{})
-	result := c.matcher.Match(ctx, &admission.VersionedAttributes{Attributes: attrs, VersionedObject: admission.NewLazyObject(gw), VersionedKind: gvk}, nil, nil)
+// CallsMutatingWebhook reports whether the API server would call the
+// mutating webhook for a create of obj, an APIGateway in its v1 form: the
+// webhook's matchConditions, evaluated as the API server does. An error is
+// an expression that failed, which the webhook's failurePolicy decides.
+func CallsMutatingWebhook(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	matcher, err := mutatingMatcher()
+	if err != nil {
+		return false, err
+	}
+	va, _ := request(obj)
+	result := matcher.Match(ctx, va, nil, nil)
 	return result.Matches, result.Error
 }

@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"strings"
@@ -65,9 +65,9 @@ func TestHostileStringsAreRejected(t *testing.T) {
 			} else {
 				gw.Spec.Routes[0].Path = tc.path
 			}
-			// The mutating webhook must not turn a hostile string into an
+			// The defaults must not turn a hostile string into an
 			// accepted one.
-			Default(gw, testDefaults)
+			gw = defaulted(t, gw)
 			errs, _ := Validate(nil, gw, RelatedObjects{})
 			require.NotEmpty(t, errs)
 			for _, e := range errs {

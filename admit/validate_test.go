@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"strconv"
@@ -7,21 +7,29 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/ownership"
 )
 
 // The rules about the gateway alone are package validation's, tested there;
-// these are the conflicts with other gateways that Validate adds.
+// these are the claims of other gateways that Validate adds: hosts owned
+// by other namespaces (package ownership's table tests every case of the
+// rule; these check the errors admission makes of it) and routes other
+// gateways claimed first.
 func TestValidateConflicts(t *testing.T) {
-	const duplicate = field.ErrorTypeDuplicate
+	const duplicate, forbidden = field.ErrorTypeDuplicate, field.ErrorTypeForbidden
 	other := func(name string, routes ...v1.Route) v1.APIGateway {
 		gw := validGateway()
 		gw.Name, gw.Spec.Routes = name, routes
 		return *gw
 	}
+	elsewhere := func(o v1.APIGateway) v1.APIGateway { o.Namespace = "elsewhere"; return o }
+	shared := ownership.InterNamespaceAllowed
 	tests := map[string]struct {
 		mutate  func(*v1.APIGateway)
 		related RelatedObjects
@@ -38,65 +46,106 @@ func TestValidateConflicts(t *testing.T) {
 			o.Spec.IngressClassName = ptr.To("internal")
 			return o
 		}()}}},
-		"other gateway of a class while this one has none": {related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+		"other gateway of a class while this one has none, which is not the default": {related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
 			o := other("nginx", route("/users/", "s", 80))
 			o.Spec.IngressClassName = ptr.To("nginx")
 			return o
 		}()}}},
+		"other gateway of the default class while this one has none": {
+			related: RelatedObjects{Classes: ownership.Classes{Default: "nginx"}, Gateways: []v1.APIGateway{func() v1.APIGateway {
+				o := other("nginx", route("/users/", "s", 80))
+				o.Spec.IngressClassName = ptr.To("nginx")
+				return o
+			}()}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway default/nginx, which claimed api.example.com/users (Prefix) first for the cluster's default ingress class`, RuleConflict}},
+		},
 		"other gateway on another path": {related: RelatedObjects{Gateways: []v1.APIGateway{other("o", route("/orders/", "s", 80))}}},
 		"route served by another gateway": {
 			related: RelatedObjects{Gateways: []v1.APIGateway{other("legacy", route("/products/", "s", 80))}},
 			want: []wantErr{{"spec.routes[1]", duplicate,
-				`host and path already served by APIGateway default/legacy, which also routes api.example.com/products (Prefix) for the cluster's default ingress class`, RuleConflict}},
+				`host and path already served by APIGateway default/legacy, which claimed api.example.com/products (Prefix) first for the cluster's default ingress class; ` +
+					`Ingress controllers merge a host's paths across namespaces, so only one gateway can have it`, RuleConflict}},
 		},
-		"route served by a gateway of another namespace": {
-			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
-				o := other("o", route("/users/", "s", 80))
-				o.Namespace = "elsewhere"
-				return o
-			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/o`, RuleConflict}},
-		},
-		"a namesake in another namespace is another gateway": {
-			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
-				o := *validGateway()
-				o.Namespace = "elsewhere"
-				return o
-			}()}},
+		"the host of a gateway of another namespace": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(other("o", route("/orders/", "s", 80)))}},
 			want: []wantErr{
-				{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/gw`, RuleConflict},
-				{"spec.routes[1]", duplicate, `already served by APIGateway elsewhere/gw`, RuleConflict},
+				{"spec.routes[0].host", forbidden, `host api.example.com belongs to another namespace, which lends namespace default no path prefix covering api.example.com/users (Prefix): ` +
+					`ask the host's owners for a delegation (spec.delegations on one of their gateways), or use another host`, RuleHostOwned},
+				{"spec.routes[1].host", forbidden, `host api.example.com belongs to another namespace`, RuleHostOwned},
 			},
 		},
-		"route served by two other gateways": {
+		"the owner is named to a user who may read it": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(other("o", route("/orders/", "s", 80)))},
+				Readable: func(ns string) bool { return ns == "elsewhere" }},
+			want: []wantErr{
+				{"spec.routes[0].host", forbidden, `host api.example.com belongs to namespace elsewhere (APIGateway elsewhere/o claimed it first), which lends`, RuleHostOwned},
+				{"spec.routes[1].host", forbidden, `belongs to namespace elsewhere`, RuleHostOwned},
+			},
+		},
+		"a namesake in another namespace is another gateway": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(*validGateway())}},
+			want: []wantErr{
+				{"spec.routes[0].host", forbidden, `belongs to another namespace`, RuleHostOwned},
+				{"spec.routes[1].host", forbidden, `belongs to another namespace`, RuleHostOwned},
+			},
+		},
+		"the host, in another class": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.IngressClassName = ptr.To("nginx") },
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(func() v1.APIGateway {
+				o := other("internal", route("/orders/", "s", 80))
+				o.Spec.IngressClassName = ptr.To("internal")
+				return o
+			}())}},
+			want: []wantErr{
+				{"spec.routes[0].host", forbidden, `belongs to another namespace`, RuleHostOwned},
+				{"spec.routes[1].host", forbidden, `belongs to another namespace`, RuleHostOwned},
+			},
+		},
+		"a name under another namespace's wildcard": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(func() v1.APIGateway {
+				o := other("all", route("/", "s", 80))
+				o.Spec.Routes[0].Host, o.Spec.TLS = "*.example.com", nil
+				return o
+			}())}},
+			want: []wantErr{
+				{"spec.routes[0].host", forbidden, `host api.example.com belongs to another namespace`, RuleHostOwned},
+				{"spec.routes[1].host", forbidden, `host api.example.com belongs to another namespace`, RuleHostOwned},
+			},
+		},
+		"a path the owner lends": {
+			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(func() v1.APIGateway {
+				o := other("o", route("/orders/", "s", 80))
+				o.Spec.Delegations = []v1.HostDelegation{{Host: "api.example.com", Namespace: "default", PathPrefixes: []string{"/users"}}}
+				return o
+			}())}},
+			want: []wantErr{{"spec.routes[1].host", forbidden, `host api.example.com belongs to another namespace, which lends namespace default no path prefix covering api.example.com/products (Prefix)`, RuleHostOwned}},
+		},
+		"InterNamespaceAllowed: the host of another namespace, another path": {
+			related: RelatedObjects{Policy: shared, Gateways: []v1.APIGateway{elsewhere(other("o", route("/orders/", "s", 80)))}},
+		},
+		"InterNamespaceAllowed: a route of another namespace": {
+			related: RelatedObjects{Policy: shared, Gateways: []v1.APIGateway{elsewhere(other("o", route("/users/", "s", 80)))}},
+			want:    []wantErr{{"spec.routes[0]", duplicate, `already served by an APIGateway of another namespace, which claimed api.example.com/users (Prefix) first`, RuleConflict}},
+		},
+		"route served by two other gateways: the first claim": {
 			related: RelatedObjects{Gateways: []v1.APIGateway{
 				other("b", route("/users/", "s", 80)),
 				other("a", route("/users/", "s", 80)),
 			}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways default/a, default/b`, RuleConflict}},
-		},
-		"route served by many other gateways": {
-			related: RelatedObjects{Gateways: func() []v1.APIGateway {
-				var gws []v1.APIGateway
-				for _, name := range []string{"g", "f", "e", "d", "c", "b", "a"} {
-					gws = append(gws, other(name, route("/users/", "s", 80)))
-				}
-				return gws
-			}()},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateways default/a, default/b, default/c, default/d, default/e and 2 more, which`, RuleConflict}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway default/a, which`, RuleConflict}},
 		},
 		"route another gateway serves once normalised": {
 			related: RelatedObjects{Gateways: []v1.APIGateway{other("legacy", route("/%70roducts", "s", 80))}},
-			want:    []wantErr{{"spec.routes[1]", duplicate, `default/legacy, which also routes api.example.com/products (Prefix)`, RuleConflict}},
+			want:    []wantErr{{"spec.routes[1]", duplicate, `default/legacy, which claimed api.example.com/products (Prefix) first`, RuleConflict}},
 		},
 		"route another gateway of the same class serves": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.IngressClassName = ptr.To("nginx") },
 			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
 				o := other("nginx", route("/users/", "s", 80))
-				o.Namespace, o.Spec.IngressClassName = "elsewhere", ptr.To("nginx")
+				o.Spec.IngressClassName = ptr.To("nginx")
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/nginx, which also routes api.example.com/users (Prefix) for ingress class "nginx"`, RuleConflict}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway default/nginx, which claimed api.example.com/users (Prefix) first for ingress class "nginx"`, RuleConflict}},
 		},
 
 		// With exposure HTTPRoute, the routes compete in each parent
@@ -105,11 +154,10 @@ func TestValidateConflicts(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("infra", "public", "https")) },
 			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
 				o := other("o", route("/users/", "s", 80))
-				o.Namespace = "elsewhere"
 				attach(&o, gatewayRef("infra", "public", "http"))
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway elsewhere/o, which also routes api.example.com/users (Prefix) for Gateway infra/public; ` +
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway default/o, which claimed api.example.com/users (Prefix) first for Gateway infra/public; ` +
 				`a Gateway merges the HTTPRoutes attached to it, whatever their namespaces, so only one gateway can have it`, RuleConflict}},
 		},
 		"route another gateway attaches to the second of two Gateways": {
@@ -121,7 +169,7 @@ func TestValidateConflicts(t *testing.T) {
 				attach(&o, gatewayRef("infra", "internal", ""))
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[1]", duplicate, `default/o, which also routes api.example.com/products (Prefix) for Gateway infra/internal; a Gateway merges`, RuleConflict}},
+			want: []wantErr{{"spec.routes[1]", duplicate, `default/o, which claimed api.example.com/products (Prefix) first for Gateway infra/internal; a Gateway merges`, RuleConflict}},
 		},
 		"route another gateway attaches to another Gateway": {
 			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("infra", "public", "")) },
@@ -143,30 +191,30 @@ func TestValidateConflicts(t *testing.T) {
 			}()}},
 		},
 		// A parentRef without namespace names a Gateway in the gateway's
-		// own namespace.
+		// own namespace (two namespaces here: hosts are shared).
 		"route a gateway of the Gateway's namespace attaches to it without naming the namespace": {
 			mutate: func(gw *v1.APIGateway) { gw.Namespace = "b"; attach(gw, gatewayRef("a", "g", "")) },
-			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+			related: RelatedObjects{Policy: shared, Readable: func(string) bool { return true }, Gateways: []v1.APIGateway{func() v1.APIGateway {
 				o := other("o", route("/users/", "s", 80))
 				o.Namespace = "a"
 				attach(&o, gatewayRef("", "g", ""))
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway a/o, which also routes api.example.com/users (Prefix) for Gateway a/g`, RuleConflict}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway a/o, which claimed api.example.com/users (Prefix) first for Gateway a/g`, RuleConflict}},
 		},
 		"route attached without naming the namespace, to a Gateway another gateway names": {
 			mutate: func(gw *v1.APIGateway) { gw.Namespace = "a"; attach(gw, gatewayRef("", "g", "")) },
-			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+			related: RelatedObjects{Policy: shared, Readable: func(string) bool { return true }, Gateways: []v1.APIGateway{func() v1.APIGateway {
 				o := other("o", route("/users/", "s", 80))
 				o.Namespace = "b"
 				attach(&o, gatewayRef("a", "g", ""))
 				return o
 			}()}},
-			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway b/o, which also routes api.example.com/users (Prefix) for Gateway a/g`, RuleConflict}},
+			want: []wantErr{{"spec.routes[0]", duplicate, `already served by APIGateway b/o, which claimed api.example.com/users (Prefix) first for Gateway a/g`, RuleConflict}},
 		},
 		"namesake Gateways of two namespaces, both unnamed": {
 			mutate: func(gw *v1.APIGateway) { attach(gw, gatewayRef("", "g", "")) },
-			related: RelatedObjects{Gateways: []v1.APIGateway{func() v1.APIGateway {
+			related: RelatedObjects{Policy: shared, Gateways: []v1.APIGateway{func() v1.APIGateway {
 				o := other("o", route("/users/", "s", 80))
 				o.Namespace = "elsewhere"
 				attach(&o, gatewayRef("", "g", ""))
@@ -210,10 +258,11 @@ func gatewayRef(namespace, name, listener string) v1.ParentGatewayReference {
 }
 
 // A conflict the gateway already had does not block its updates; a route
-// it adds is checked.
+// it adds is checked; and a gateway reported as losing routes is checked
+// whole.
 func TestValidateUpdateRatchetsConflicts(t *testing.T) {
 	legacy := validGateway()
-	legacy.Name, legacy.Namespace = "legacy", "elsewhere"
+	legacy.Name = "legacy"
 	others := RelatedObjects{Gateways: []v1.APIGateway{*legacy}}
 
 	old := validGateway()
@@ -239,10 +288,26 @@ func TestValidateUpdateRatchetsConflicts(t *testing.T) {
 
 	old.Spec.Routes = old.Spec.Routes[:1]
 	errs, _ = Validate(old, gw, others)
-	checkErrors(t, []wantErr{{"spec.routes[1]", field.ErrorTypeDuplicate, `already served by APIGateway elsewhere/legacy`, RuleConflict}}, errs)
+	checkErrors(t, []wantErr{{"spec.routes[1]", field.ErrorTypeDuplicate, `already served by APIGateway default/legacy`, RuleConflict}}, errs)
+
+	// A gateway whose status says it loses a route (it was stored while
+	// the webhook did not answer) is checked whole: it cannot be updated
+	// while it asks for a route another gateway holds.
+	losing := validGateway()
+	losing.Status.Claims = &v1.Claims{Routes: []v1.RouteClaim{{Route: "Prefix api.example.com/users", Lost: true}}}
+	update := losing.DeepCopy()
+	update.Labels = map[string]string{"team": "a"}
+	errs, _ = Validate(losing, update, others)
+	require.Len(t, errs, 2, "every route held by legacy: %v", errs)
 }
 
+// TestWarnings is the table of the warnings a user gets: those about the
+// gateway alone from the warnings policy (manifests/policy/warnings.yaml,
+// its CEL evaluated in process as the API server does), then those that
+// need other objects from Validate.
 func TestWarnings(t *testing.T) {
+	compiled, err := CompiledWarnings()
+	require.NoError(t, err)
 	tests := map[string]struct {
 		mutate func(*v1.APIGateway)
 		ports  map[string][]int32
@@ -287,6 +352,12 @@ func TestWarnings(t *testing.T) {
 			ports:  map[string][]int32{"user-service": {80}},
 			want:   []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080"},
 		},
+		"an image with many tags": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest:latest" },
+		},
+		"upper-case LATEST is a tag like another": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "ghcr.io/x/y:LATEST" },
+		},
 		"a tag after the last slash only": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/team/nginx:latest" },
 			want:   []string{`spec.image uses the tag "latest"`},
@@ -299,8 +370,12 @@ func TestWarnings(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			errs, warnings := Validate(nil, gatewayWith(tc.mutate), RelatedObjects{ServicePorts: tc.ports})
+			gw := gatewayWith(tc.mutate)
+			errs, portWarnings := Validate(nil, gw, RelatedObjects{ServicePorts: tc.ports})
 			require.Empty(t, errs)
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gw)
+			require.NoError(t, err)
+			warnings := append(compiled.Warnings(t.Context(), &unstructured.Unstructured{Object: obj}), portWarnings...)
 			require.Len(t, warnings, len(tc.want), "warnings: %q", warnings)
 			for i, w := range tc.want {
 				assert.Contains(t, warnings[i], w)

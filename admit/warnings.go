@@ -1,0 +1,53 @@
+package admit
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// maxQuoted bounds how much of a user string a warning repeats: kubectl
+// prints warnings on one line each, and the API server truncates long ones.
+const maxQuoted = 100
+
+// portWarnings warns once per Service and port for a backend port that an
+// existing Service does not expose: the route would answer 502 until the
+// Service gets the port. ports lists only the Services that exist.
+func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
+	var w []string
+	warned := map[v1.BackendService]bool{}
+	for i, r := range routes {
+		b := r.BackendService
+		have, exists := ports[b.Name]
+		if !exists || slices.Contains(have, b.Port) || warned[b] {
+			continue
+		}
+		warned[b] = true
+		w = append(w, fmt.Sprintf("spec.routes[%d].backendService: Service %s has no port %d (its ports: %s)",
+			i, warningQuoted(b.Name), b.Port, portList(have)))
+	}
+	return w
+}
+
+func portList(ports []int32) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(s, ", ")
+}
+
+// warningQuoted quotes s for a warning, escaping anything unprintable and
+// cutting it short.
+func warningQuoted(s string) string {
+	if len(s) > maxQuoted {
+		return strconv.Quote(s[:maxQuoted]) + "..."
+	}
+	return strconv.Quote(s)
+}

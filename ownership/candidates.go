@@ -1,0 +1,119 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+)
+
+// Index finds the gateways one may compete with, in every namespace
+// (routeindex.Finder over the manager's cache). The gateways it returns
+// are shared with the cache: read only.
+type Index interface {
+	// Serving returns the gateways with a route of the validation.RouteKey
+	// key.
+	Serving(ctx context.Context, key string) ([]*v1.APIGateway, error)
+	// HostNamespaces returns the namespaces with a gateway that routes
+	// host, as routes write it (a wildcard is its own host).
+	HostNamespaces(host string) []string
+	// FamilyNamespaces returns the namespaces with a gateway that routes
+	// a host of the family (see Family).
+	FamilyNamespaces(family string) []string
+	// OnHost returns namespace's gateways that route host.
+	OnHost(ctx context.Context, namespace, host string) ([]*v1.APIGateway, error)
+	// InFamily returns namespace's gateways that route a host of family.
+	InFamily(ctx context.Context, namespace, family string) ([]*v1.APIGateway, error)
+}
+
+// Candidates are the gateways gw may compete with (Resolve's Others):
+// those with one of its routes in one of its scopes, and, for each of its
+// hosts that other namespaces route too (or that conflicts with a host
+// they route: a wildcard over it, a name under its wildcard), the
+// gateways of those namespaces and of gw's own on the host, which decide
+// whose namespace it is. A host only gw's namespace routes costs one map
+// read, however many gateways share it.
+func Candidates(ctx context.Context, idx Index, gw *v1.APIGateway, classes Classes) ([]*v1.APIGateway, error) {
+	c := candidates{seen: map[types.NamespacedName]bool{}}
+	scopes := Scopes(gw, classes)
+	for i := range gw.Spec.Routes {
+		match, ok := validation.RouteMatch(&gw.Spec.Routes[i])
+		if !ok {
+			continue
+		}
+		for _, s := range scopes {
+			for _, k := range s.Keys {
+				if err := c.add(idx.Serving(ctx, k+" "+match)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	hosts := map[string]bool{}
+	for _, r := range gw.Spec.Routes {
+		if hosts[r.Host] {
+			continue
+		}
+		hosts[r.Host] = true
+		if err := c.addHost(ctx, idx, gw.Namespace, r.Host); err != nil {
+			return nil, err
+		}
+	}
+	return c.out, nil
+}
+
+type candidates struct {
+	seen map[types.NamespacedName]bool
+	out  []*v1.APIGateway
+}
+
+func (c *candidates) add(gws []*v1.APIGateway, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, g := range gws {
+		k := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
+		if !c.seen[k] {
+			c.seen[k] = true
+			c.out = append(c.out, g)
+		}
+	}
+	return nil
+}
+
+// addHost adds the gateways that decide whose namespace host is, when a
+// namespace other than own routes host or a host conflicting with it.
+func (c *candidates) addHost(ctx context.Context, idx Index, own, host string) error {
+	var namespaces []string
+	fetch := func(ns string) error { return c.add(idx.InFamily(ctx, ns, Family(host))) }
+	if IsWildcard(host) {
+		namespaces = idx.FamilyNamespaces(Family(host))
+	} else {
+		wildcard := "*." + Family(host)
+		namespaces = append(idx.HostNamespaces(host), idx.HostNamespaces(wildcard)...)
+		fetch = func(ns string) error {
+			if err := c.add(idx.OnHost(ctx, ns, host)); err != nil {
+				return err
+			}
+			return c.add(idx.OnHost(ctx, ns, wildcard))
+		}
+	}
+	contested := false
+	done := map[string]bool{own: true}
+	for _, ns := range namespaces {
+		if done[ns] {
+			continue
+		}
+		done[ns], contested = true, true
+		if err := fetch(ns); err != nil {
+			return fmt.Errorf("finding namespace %s's gateways on %s: %w", ns, host, err)
+		}
+	}
+	if !contested {
+		return nil
+	}
+	return fetch(own)
+}
