@@ -21,6 +21,7 @@ COPY cmd/ cmd/
 COPY controller/ controller/
 COPY conversion/ conversion/
 COPY inflight/ inflight/
+COPY lease/ lease/
 COPY manifests/crd/ manifests/crd/
 COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	v1 "example.com/apigateway-operator/api/v1"
 )
 
 // Host and path end up in the generated nginx configuration, so their
@@ -59,11 +61,11 @@ func TestHostileStringsAreRejected(t *testing.T) {
 			gw := validGateway()
 			want := "spec.routes[0].path"
 			if tc.host != "" {
-				gw.Spec.Routes[0].Host = tc.host
+				gw.Spec.Routes[0].Host = v1.Hostname(tc.host)
 				gw.Spec.TLS = nil
 				want = "spec.routes[0].host"
 			} else {
-				gw.Spec.Routes[0].Path = tc.path
+				gw.Spec.Routes[0].Path = v1.HTTPPath(tc.path)
 			}
 			// The defaults must not turn a hostile string into an
 			// accepted one.

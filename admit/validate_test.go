@@ -115,7 +115,7 @@ func TestValidateConflicts(t *testing.T) {
 		"a path the owner lends": {
 			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(func() v1.APIGateway {
 				o := other("o", route("/orders/", "s", 80))
-				o.Spec.Delegations = []v1.HostDelegation{{Host: "api.example.com", Namespace: "default", PathPrefixes: []string{"/users"}}}
+				o.Spec.Delegations = []v1.HostDelegation{{Host: "api.example.com", Namespace: "default", PathPrefixes: []v1.HTTPPath{"/users"}}}
 				return o
 			}())}},
 			want: []wantErr{{"spec.routes[1].host", forbidden, `host api.example.com belongs to another namespace, which lends namespace default no path prefix covering api.example.com/products (Prefix)`, RuleHostOwned}},
@@ -330,7 +330,7 @@ func TestWarnings(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "registry:5000/nginx:1.27" },
 		},
 		"latest but pinned by digest": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx:latest@sha256:" + strings.Repeat("0", 64) },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = v1.Image("nginx:latest@sha256:" + strings.Repeat("0", 64)) },
 		},
 		"one replica": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](1) },
@@ -409,7 +409,7 @@ func TestValidateRefusesAnObjectV1alpha1CannotCarry(t *testing.T) {
 	gw.Spec.Routes = nil
 	for i := range 100 {
 		path := "/" + strings.Repeat("a&", 500) + strconv.Itoa(i)
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypeExact,
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypeExact,
 			BackendService: v1.BackendService{Name: "svc", Port: 80}})
 	}
 	errs, _ := Validate(nil, gw, RelatedObjects{})

@@ -21,13 +21,13 @@ func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
 	warned := map[v1.BackendService]bool{}
 	for i, r := range routes {
 		b := r.BackendService
-		have, exists := ports[b.Name]
+		have, exists := ports[string(b.Name)]
 		if !exists || slices.Contains(have, b.Port) || warned[b] {
 			continue
 		}
 		warned[b] = true
 		w = append(w, fmt.Sprintf("spec.routes[%d].backendService: Service %s has no port %d (its ports: %s)",
-			i, warningQuoted(b.Name), b.Port, portList(have)))
+			i, warningQuoted(string(b.Name)), b.Port, portList(have)))
 	}
 	return w
 }

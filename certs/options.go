@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 )
 
 // The modes of --cert-mode.
@@ -74,6 +75,10 @@ type Options struct {
 
 	// Certificate is the cert-manager Certificate, as namespace/name.
 	Certificate string
+
+	// Clock, when set, replaces the real clock: what the self-signed mode
+	// issues, renews and rotates by. Not a flag (test/faults skews it).
+	Clock clock.WithTicker
 }
 
 // BindFlags registers the --cert-* flags on fs, with their defaults in o.

@@ -19,10 +19,12 @@ import (
 	"time"
 )
 
-// backdate is how far before its issue time a certificate becomes valid, so a
-// replica or API server whose clock lags a little still accepts it. Being a
-// constant, it also lets the issue time be read back from NotBefore.
-const backdate = time.Minute
+// backdate is how far before its issue time a certificate becomes valid, so
+// an API server or replica whose clock lags the issuer's (by minutes, as
+// unsynchronised clocks do) accepts it; client-go's self-signed
+// certificates take the same hour. Being a constant, it also lets the
+// issue time be read back from NotBefore.
+const backdate = time.Hour
 
 // keyPair is a certificate with its private key.
 type keyPair struct {

@@ -158,8 +158,8 @@ func parse(data map[string][]byte, now time.Time) *state {
 			s.bundle = append(s.bundle, c)
 		}
 	}
-	s.active = s.pairFromBundle(data[KeyCAKey])
-	s.next = s.pairFromBundle(data[KeyNextCAKey])
+	s.active = s.pairFromBundle(data[KeyCAKey], now)
+	s.next = s.pairFromBundle(data[KeyNextCAKey], now)
 	if s.next != nil && s.active != nil && s.next.cert.Equal(s.active.cert) {
 		s.next = nil
 	}
@@ -171,14 +171,18 @@ func parse(data map[string][]byte, now time.Time) *state {
 	return s
 }
 
-// pairFromBundle pairs a key with the bundle CA it belongs to, if any.
-func (s *state) pairFromBundle(keyPEM []byte) *keyPair {
+// pairFromBundle pairs a key with the bundle CA it belongs to, if any and
+// if that CA is valid at now. A CA from the future (issued by a replica
+// whose clock is ahead of this one's by more than the backdate) signs
+// nothing here: every leaf it signed would fail verification at now, and
+// be issued again, in a loop of Secret writes. It stays in the bundle.
+func (s *state) pairFromBundle(keyPEM []byte, now time.Time) *keyPair {
 	key, err := parseKey(keyPEM)
 	if err != nil {
 		return nil
 	}
 	for _, c := range s.bundle {
-		if matches(c, key) {
+		if matches(c, key) && !now.Before(c.NotBefore) {
 			return &keyPair{cert: c, key: key}
 		}
 	}

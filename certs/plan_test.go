@@ -285,3 +285,53 @@ func TestMarkInjectedKeepsTheFirstTime(t *testing.T) {
 	_, ok = injectedSince(b, []byte("other"))
 	assert.False(t, ok)
 }
+
+// The API server verifies the certificates by its own clock: one minutes
+// behind the operator's must already find them valid, through a whole
+// rotation (the new CA and the leaf it signs).
+func TestPlanToleratesAnIssuerClockAhead(t *testing.T) {
+	p := testPolicy()
+	for _, ahead := range []time.Duration{time.Minute, 10 * time.Minute, 59 * time.Minute} {
+		issuer := clocktesting.NewFakeClock(t0.Add(ahead))
+		s := mustPlan(t, secretContent{}, issuer.Now(), p).Secret
+		require.NoError(t, verifyLeaf(parseCerts(s.Data[KeyTLSCert]), s.Data[KeyCABundle], t0), "%s ahead: the first leaf", ahead)
+
+		// Stage, inject, promote: the new CA's leaf too.
+		issuer.SetTime(parseCerts(s.Data[KeyCABundle])[0].NotAfter.Add(-p.CARenewBefore))
+		s = mustPlan(t, s, issuer.Now(), p).Secret
+		s.Annotations, _ = markInjected(s.Annotations, s.Data[KeyCABundle], issuer.Now())
+		issuer.Step(p.Propagation)
+		s = mustPlan(t, s, issuer.Now(), p).Secret
+		require.Len(t, parseCerts(s.Data[KeyCABundle]), 2)
+		verifier := issuer.Now().Add(-ahead)
+		require.NoError(t, verifyLeaf(parseCerts(s.Data[KeyTLSCert]), s.Data[KeyCABundle], verifier), "%s ahead: the new CA's leaf", ahead)
+	}
+}
+
+// Two replicas whose clocks are further apart than the backdate: the one
+// behind finds the other's CA not yet valid. It must not sign with it
+// (every leaf would fail its own check and be issued again, a write each
+// time); the two settle on a CA both can use within a few writes.
+func TestPlanSettlesBetweenClocksHoursApart(t *testing.T) {
+	p := testPolicy()
+	ahead, behind := t0.Add(3*time.Hour), t0
+	s := mustPlan(t, secretContent{}, ahead, p).Secret
+	writes := 0
+	for round := 0; ; round++ {
+		require.Less(t, round, 5, "the replicas never settled: %d writes", writes)
+		settled := true
+		for _, now := range []time.Time{behind, ahead} {
+			d := mustPlan(t, s, now, p)
+			if d.Changed() {
+				s, settled = d.Secret, false
+				writes++
+			}
+		}
+		if settled {
+			break
+		}
+	}
+	t.Logf("settled after %d writes", writes)
+	requireSettled(t, s, behind, p)
+	requireSettled(t, s, ahead, p)
+}

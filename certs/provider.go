@@ -60,7 +60,10 @@ func New(o Options) (*Provider, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: o, clock: clock.RealClock{}}
+	p := &Provider{opts: o, clock: o.Clock}
+	if p.clock == nil {
+		p.clock = clock.RealClock{}
+	}
 	if o.Mode != ModeSelfSigned {
 		w, err := certwatcher.New(filepath.Join(o.CertDir, corev1.TLSCertKey), filepath.Join(o.CertDir, corev1.TLSPrivateKeyKey))
 		if err != nil {

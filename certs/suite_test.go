@@ -272,7 +272,7 @@ func newGateway(ns, name string) *v1.APIGateway {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.APIGatewaySpec{
 			Image: "nginx:1.27",
-			Routes: []v1.Route{{Host: strings.ToUpper(name) + ".Example.com",
+			Routes: []v1.Route{{Host: v1.Hostname(strings.ToUpper(name) + ".Example.com"),
 				BackendService: v1.BackendService{Name: "user-service", Port: 8080}}},
 		},
 	}
@@ -287,7 +287,7 @@ func roundTrip(ctx context.Context, ns, name string) error {
 	if err := env.Client.Create(ctx, gw); err != nil {
 		return fmt.Errorf("creating %s: %w", name, err)
 	}
-	if gw.Spec.Replicas == nil || *gw.Spec.Replicas != 1 || gw.Spec.Routes[0].Host != name+".example.com" {
+	if gw.Spec.Replicas == nil || *gw.Spec.Replicas != 1 || string(gw.Spec.Routes[0].Host) != name+".example.com" {
 		return fmt.Errorf("creating %s: not defaulted by the mutating webhook: %+v", name, gw.Spec)
 	}
 	var old v1alpha1.APIGateway

@@ -264,7 +264,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			out, err := helm(t, "install", "apigateway-operator", chartDir(), "--namespace", release, "--create-namespace",
 				"--set", "webhook.failurePolicy=Fail", "--set", "certificates.mode="+mode)
 			require.NoError(t, err, out)
-			assert.Len(t, ours(t, admissionKinds), 6, "the install ships two webhook configurations and two policies with their bindings")
+			assert.Len(t, ours(t, admissionKinds), 10, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and three ValidatingAdmissionPolicies (warnings, writes, claims), each with its binding")
 			assertUpgradeKeepsInjected(t, mode)
 
 			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)

@@ -197,7 +197,7 @@ func servedGateway(gw *v1.APIGateway, kept []v1.Route) *v1.APIGateway {
 	for _, t := range gw.Spec.TLS {
 		var hosts []string
 		for _, h := range t.Hosts {
-			if slices.ContainsFunc(kept, func(r v1.Route) bool { return r.Host == h }) {
+			if slices.ContainsFunc(kept, func(r v1.Route) bool { return string(r.Host) == h }) {
 				hosts = append(hosts, h)
 			}
 		}

@@ -224,7 +224,7 @@ func TestDelegatedPrefixes(t *testing.T) {
 	const host = "lend.example.com"
 
 	owner := competitor(nsA, "shop", route(host, "/", v1.PathTypePrefix, "web-a", 80))
-	owner.Spec.Delegations = []v1.HostDelegation{{Host: host, Namespace: nsB, PathPrefixes: []string{"/cart/"}}}
+	owner.Spec.Delegations = []v1.HostDelegation{{Host: host, Namespace: nsB, PathPrefixes: []v1.HTTPPath{"/cart/"}}}
 	owner = createGateway(t, owner)
 	settled(t, owner)
 

@@ -79,7 +79,7 @@ func podSpec(gw *v1.APIGateway, p deploymentParams) *corev1ac.PodSpecApplyConfig
 func container(gw *v1.APIGateway, p deploymentParams) *corev1ac.ContainerApplyConfiguration {
 	image := gw.Spec.Image
 	if image == "" {
-		image = p.Image
+		image = v1.Image(p.Image)
 	}
 	probe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().
@@ -88,7 +88,7 @@ func container(gw *v1.APIGateway, p deploymentParams) *corev1ac.ContainerApplyCo
 	}
 	c := corev1ac.Container().
 		WithName(containerName).
-		WithImage(image).
+		WithImage(string(image)).
 		WithPorts(
 			corev1ac.ContainerPort().WithName("http").WithContainerPort(HTTPPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName("health").WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),

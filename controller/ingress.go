@@ -69,14 +69,14 @@ func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 		if !ok {
 			continue
 		}
-		path, err := routepath.MatchPath(r.Path, pathType == networkingv1.PathTypePrefix)
+		path, err := routepath.MatchPath(string(r.Path), pathType == networkingv1.PathTypePrefix)
 		if err != nil {
 			continue
 		}
-		if seen[r.Host] == nil {
-			seen[r.Host] = map[ingressPath]bool{}
+		if seen[string(r.Host)] == nil {
+			seen[string(r.Host)] = map[ingressPath]bool{}
 		}
-		seen[r.Host][ingressPath{path: path, pathType: pathType}] = true
+		seen[string(r.Host)][ingressPath{path: path, pathType: pathType}] = true
 	}
 	out := make(map[string][]ingressPath, len(seen))
 	for host, set := range seen {

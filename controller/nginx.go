@@ -206,14 +206,14 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 			errs = append(errs, field.Invalid(routesPath.Index(r.index).Child("path"), r.Path, err.Error()))
 			continue
 		}
-		if servers[r.Host] == nil {
-			servers[r.Host] = map[string]location{}
+		if servers[string(r.Host)] == nil {
+			servers[string(r.Host)] = map[string]location{}
 		}
 		for _, l := range locs {
 			// An Exact route beats the exact location a Prefix route adds;
 			// otherwise the first route in sorted order keeps the location.
-			if old, ok := servers[r.Host][l.match]; !ok || (l.exact && !old.exact) {
-				servers[r.Host][l.match] = l
+			if old, ok := servers[string(r.Host)][l.match]; !ok || (l.exact && !old.exact) {
+				servers[string(r.Host)][l.match] = l
 			}
 		}
 	}
@@ -237,8 +237,8 @@ func indexRoutes(routes []v1.Route) []indexedRoute {
 }
 
 func (r indexedRoute) less(o indexedRoute) bool {
-	a := []string{r.Host, r.Path, string(r.PathType), r.BackendService.Name, strconv.Itoa(int(r.BackendService.Port))}
-	b := []string{o.Host, o.Path, string(o.PathType), o.BackendService.Name, strconv.Itoa(int(o.BackendService.Port))}
+	a := []string{string(r.Host), string(r.Path), string(r.PathType), string(r.BackendService.Name), strconv.Itoa(int(r.BackendService.Port))}
+	b := []string{string(o.Host), string(o.Path), string(o.PathType), string(o.BackendService.Name), strconv.Itoa(int(o.BackendService.Port))}
 	return strings.Join(a, "\x00") < strings.Join(b, "\x00")
 }
 
@@ -248,7 +248,7 @@ func (r indexedRoute) less(o indexedRoute) bool {
 // could never match or holds characters unsafe in a quoted nginx string.
 func locationsFor(r v1.Route, backend string) ([]location, error) {
 	exact := r.PathType == v1.PathTypeExact
-	path, err := routepath.MatchPath(r.Path, !exact)
+	path, err := routepath.MatchPath(string(r.Path), !exact)
 	if err != nil {
 		return nil, err
 	}

@@ -90,10 +90,10 @@ func parityCases() map[string]parityCase {
 		add("name", value, valid, func(tc *parityCase) { tc.name = value })
 	}
 	for value, valid := range parityHosts() {
-		add("host", value, valid, func(tc *parityCase) { tc.route.Host = value })
+		add("host", value, valid, func(tc *parityCase) { tc.route.Host = v1.Hostname(value) })
 	}
 	for value, valid := range parityPaths() {
-		add("path", value, valid, func(tc *parityCase) { tc.route.Path = value })
+		add("path", value, valid, func(tc *parityCase) { tc.route.Path = v1.HTTPPath(value) })
 	}
 	for value, valid := range map[string]bool{"Prefix": true, "Exact": true, "": false, "Regex": false, "prefix": false} {
 		add("pathType", value, valid, func(tc *parityCase) { tc.route.PathType = v1.PathType(value) })
@@ -102,7 +102,7 @@ func parityCases() map[string]parityCase {
 		"svc": true, "a": true, strings.Repeat("s", 63): true, strings.Repeat("s", 64): false, "": false,
 		"1svc": false, "Svc": false, "svc.ns": false, "svc-": false, `web";return 200;#`: false,
 	} {
-		add("backend name", value, valid, func(tc *parityCase) { tc.route.BackendService.Name = value })
+		add("backend name", value, valid, func(tc *parityCase) { tc.route.BackendService.Name = v1.ServiceName(value) })
 	}
 	for value, valid := range map[int32]bool{1: true, 80: true, 65535: true, 0: false, -1: false, 65536: false} {
 		add("backend port", fmt.Sprint(value), valid, func(tc *parityCase) { tc.route.BackendService.Port = value })
@@ -272,7 +272,7 @@ func TestPathParityOverUnicode(t *testing.T) {
 		return len(errs) > 0
 	}
 	pkgRefuses := func(path string) bool {
-		r := v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "s", Port: 80}}
+		r := v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "s", Port: 80}}
 		return len(validation.ValidateRoute(&r, field.NewPath("spec", "routes"), 0)) > 0
 	}
 	refused := 0

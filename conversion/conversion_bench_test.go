@@ -32,8 +32,8 @@ func benchGateway() *v1.APIGateway {
 		if i%3 == 0 {
 			pt = v1.PathTypeExact
 		}
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: fmt.Sprintf("/svc%d/", i), PathType: pt,
-			BackendService: v1.BackendService{Name: fmt.Sprintf("svc-%d", i), Port: 8080}})
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api.example.com", Path: v1.HTTPPath(fmt.Sprintf("/svc%d/", i)), PathType: pt,
+			BackendService: v1.BackendService{Name: v1.ServiceName(fmt.Sprintf("svc-%d", i)), Port: 8080}})
 	}
 	return gw
 }

@@ -115,7 +115,7 @@ func TestConversionReview(t *testing.T) {
 			hub := &v1.APIGateway{}
 			require.NoError(t, json.Unmarshal(objects[i].Raw, hub))
 			assert.Equal(t, name, hub.Name)
-			assert.Equal(t, []v1.Route{{Host: name + ".example.com", Path: "/", PathType: v1.PathTypePrefix,
+			assert.Equal(t, []v1.Route{{Host: v1.Hostname(name + ".example.com"), Path: "/", PathType: v1.PathTypePrefix,
 				BackendService: v1.BackendService{Name: "api", Port: 80}}}, hub.Spec.Routes)
 		}
 	})

@@ -1,7 +1,10 @@
 package conversion
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	"encoding/json"
+	"reflect"
+	"sync"
+
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -38,16 +41,18 @@ func V1alpha1AnnotationBytes(gw *v1.APIGateway) (int, error) {
 
 // The terms of V1alpha1AnnotationBytesBound: each byte of a string counts
 // as escBytes, JSON's longest escape, and each element of the encoding (a
-// route, a TLS host, a parentRef...) gets elementBytes for its punctuation
-// and key names.
+// field, a list item, a map entry) gets elementBytes for its punctuation
+// and key name (the longest key name of the API is under 40 bytes) or its
+// number.
 const escBytes, elementBytes = 6, 64
 
 // V1alpha1AnnotationBytesBound is an upper bound of V1alpha1AnnotationBytes
 // that encodes nothing: every string counted as if each byte took six
-// (JSON's longest escape) plus a generous allowance for each element's
-// punctuation and key names. Admission checks the exact size only when the
-// bound exceeds the limit, so the common gateway, kilobytes below it, pays
-// a few additions.
+// (JSON's longest escape), plus a generous allowance for each element. It
+// counts the whole spec, v1alpha1's fields too, and walks it by
+// reflection, so a new field is counted without a change here. Admission
+// checks the exact size only when the bound exceeds the limit, so the
+// common gateway, kilobytes below it, pays a walk of its spec.
 func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
 	total := len(DataAnnotation) + elementBytes
 	for k, v := range gw.Annotations {
@@ -55,63 +60,96 @@ func V1alpha1AnnotationBytesBound(gw *v1.APIGateway) int {
 		// escaped too.
 		total += len(k) + escBytes*len(v) + elementBytes
 	}
-	spec := &gw.Spec
-	for i := range spec.Routes {
-		r := &spec.Routes[i]
-		total += escBytes*(len(r.Host)+len(r.Path)+len(r.PathType)) + elementBytes
+	return total + bound(reflect.ValueOf(&gw.Spec).Elem())
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// A sizer bounds the JSON encoding of a value of one type, escaped once
+// more; sizers are built once per type (the walk of a 100-route spec
+// then costs microseconds, not the reflection of every field's type).
+type sizer func(reflect.Value) int
+
+var sizers sync.Map // reflect.Type -> sizer
+
+func bound(v reflect.Value) int { return sizerOf(v.Type())(v) }
+
+func sizerOf(t reflect.Type) sizer {
+	if s, ok := sizers.Load(t); ok {
+		return s.(sizer)
 	}
-	for _, t := range spec.TLS {
-		total += escBytes*len(t.SecretName) + elementBytes
-		for _, h := range t.Hosts {
-			total += escBytes*len(h) + elementBytes
+	// A recursive type finds its own entry while it is being built.
+	var built sizer
+	sizers.Store(t, sizer(func(v reflect.Value) int { return built(v) }))
+	built = newSizer(t)
+	sizers.Store(t, built)
+	return built
+}
+
+func newSizer(t reflect.Type) sizer {
+	if t.Kind() == reflect.Struct && t.Implements(marshalerType) {
+		// A type that encodes itself, such as resource.Quantity.
+		return func(v reflect.Value) int {
+			data, err := json.Marshal(v.Interface())
+			if err != nil {
+				return elementBytes
+			}
+			return escBytes*len(data) + elementBytes
 		}
 	}
-	if spec.IngressClassName != nil {
-		total += escBytes*len(*spec.IngressClassName) + elementBytes
-	}
-	if r := spec.Resources; r != nil {
-		total += resourceListBound(r.Limits) + resourceListBound(r.Requests) + elementBytes
-		for _, c := range r.Claims {
-			total += escBytes*(len(c.Name)+len(c.Request)) + elementBytes
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := sizerOf(t.Elem())
+		return func(v reflect.Value) int {
+			if v.IsNil() {
+				return 0
+			}
+			return elem(v.Elem())
 		}
-	}
-	for _, d := range spec.Delegations {
-		total += escBytes*(len(d.Host)+len(d.Namespace)) + 2*elementBytes
-		for _, p := range d.PathPrefixes {
-			total += escBytes*len(p) + elementBytes
+	case reflect.Interface:
+		return func(v reflect.Value) int {
+			if v.IsNil() {
+				return 0
+			}
+			return bound(v.Elem())
 		}
-	}
-	if e := spec.Exposure; e != nil {
-		total += escBytes*len(e.Type) + elementBytes
-		if h := e.HTTPRoute; h != nil {
-			total += elementBytes
-			for i := range h.ParentRefs {
-				total += parentRefBound(&h.ParentRefs[i])
+	case reflect.String:
+		return func(v reflect.Value) int { return escBytes*v.Len() + elementBytes }
+	case reflect.Slice, reflect.Array:
+		elem := sizerOf(t.Elem())
+		return func(v reflect.Value) int {
+			n := elementBytes
+			for i := range v.Len() {
+				n += elem(v.Index(i))
+			}
+			return n
+		}
+	case reflect.Map:
+		key, elem := sizerOf(t.Key()), sizerOf(t.Elem())
+		return func(v reflect.Value) int {
+			n := elementBytes
+			for it := v.MapRange(); it.Next(); {
+				n += key(it.Key()) + elem(it.Value())
+			}
+			return n
+		}
+	case reflect.Struct:
+		var fields []int
+		var fieldSizers []sizer
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
+				fields = append(fields, i)
+				fieldSizers = append(fieldSizers, sizerOf(f.Type))
 			}
 		}
+		return func(v reflect.Value) int {
+			n := elementBytes
+			for j, i := range fields {
+				n += fieldSizers[j](v.Field(i))
+			}
+			return n
+		}
+	default: // booleans and numbers
+		return func(reflect.Value) int { return elementBytes }
 	}
-	return total
-}
-
-// parentRefBound bounds the encoding of a parentRef: its strings escaped,
-// and two elements for the punctuation and the key names (all three
-// fields set take 45 bytes besides the strings, the comma that follows
-// included).
-func parentRefBound(p *v1.ParentGatewayReference) int {
-	n := escBytes*len(p.Name) + 2*elementBytes
-	if p.Namespace != nil {
-		n += escBytes * len(*p.Namespace)
-	}
-	if p.SectionName != nil {
-		n += escBytes * len(*p.SectionName)
-	}
-	return n
-}
-
-func resourceListBound(l corev1.ResourceList) int {
-	n := 0
-	for name, q := range l {
-		n += escBytes*(len(name)+len(q.String())) + elementBytes
-	}
-	return n
 }

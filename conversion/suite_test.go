@@ -83,7 +83,7 @@ func newNamespace(t *testing.T) string {
 }
 
 func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: host, Path: path, PathType: pathType, BackendService: v1.BackendService{Name: svc, Port: port}}
+	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pathType, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
 }
 
 // richGateway has every kind of v1-only data.
@@ -112,7 +112,7 @@ func alphaGateway(ns, name, host string) *v1alpha1.APIGateway {
 		Spec: v1alpha1.APIGatewaySpec{
 			Image:    "nginx:1.27",
 			Replicas: ptr.To[int32](2),
-			Routes:   []v1alpha1.Route{{Host: host, Prefix: "/users/", ServiceName: "user-service", ServicePort: 8080}},
+			Routes:   []v1alpha1.Route{{Host: v1.Hostname(host), Prefix: "/users/", ServiceName: "user-service", ServicePort: 8080}},
 		},
 	}
 }
@@ -247,7 +247,7 @@ func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 			}},
 		}
 		require.NoError(t, env.Client.Create(ctx, bare))
-		assert.Equal(t, defaultImage, bare.Spec.Image, "the create response is the admitted object, in v1alpha1")
+		assert.Equal(t, defaultImage, string(bare.Spec.Image), "the create response is the admitted object, in v1alpha1")
 
 		got := &v1.APIGateway{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(bare), got))
@@ -487,7 +487,7 @@ func TestConversionEndpointSurvivesBadInput(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, richGateway(ns, "after", "after.example.com")))
 	alpha := &v1alpha1.APIGateway{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "after"}, alpha))
-	assert.Equal(t, "/users/", alpha.Spec.Routes[0].Prefix)
+	assert.Equal(t, v1.HTTPPath("/users/"), alpha.Spec.Routes[0].Prefix)
 }
 
 // TestCRDManifestConvertsThroughWebhook checks the deployable CRD, built
@@ -608,5 +608,5 @@ func TestStorageMigration(t *testing.T) {
 	assertSameSpec(t, want, after.Spec)
 	alpha := &v1alpha1.APIGateway{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rich), alpha))
-	assert.Equal(t, "nginx:1.28", alpha.Spec.Image)
+	assert.Equal(t, v1.Image("nginx:1.28"), alpha.Spec.Image)
 }

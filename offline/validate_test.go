@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/apigateway-operator/admit"
+	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
 )
 
@@ -92,10 +93,10 @@ func TestValidateDefaults(t *testing.T) {
 	assert.NotEmpty(t, r.Objects[0].Note)
 	gw := r.Objects[1].Gateway
 	require.NotNil(t, gw)
-	assert.Equal(t, "corp/nginx:2", gw.Spec.Image)
+	assert.Equal(t, v1.Image("corp/nginx:2"), gw.Spec.Image)
 	assert.Equal(t, int32(1), *gw.Spec.Replicas)
-	assert.Equal(t, "a.example.com", gw.Spec.Routes[0].Host)
-	assert.Equal(t, "/", gw.Spec.Routes[0].Path)
+	assert.Equal(t, v1.Hostname("a.example.com"), gw.Spec.Routes[0].Host)
+	assert.Equal(t, v1.HTTPPath("/"), gw.Spec.Routes[0].Path)
 	assert.Contains(t, strings.Join(r.Objects[1].Warnings, "\n"), "spec.replicas: 1")
 }
 

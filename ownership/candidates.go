@@ -21,7 +21,7 @@ type Index interface {
 	// host, as routes write it (a wildcard is its own host).
 	HostNamespaces(host string) []string
 	// FamilyNamespaces returns the namespaces with a gateway that routes
-	// a host of the family (see Family).
+	// a host of the family (see validation.HostFamily).
 	FamilyNamespaces(family string) []string
 	// OnHost returns namespace's gateways that route host.
 	OnHost(ctx context.Context, namespace, host string) ([]*v1.APIGateway, error)
@@ -54,11 +54,11 @@ func Candidates(ctx context.Context, idx Index, gw *v1.APIGateway, classes Class
 	}
 	hosts := map[string]bool{}
 	for _, r := range gw.Spec.Routes {
-		if hosts[r.Host] {
+		if hosts[string(r.Host)] {
 			continue
 		}
-		hosts[r.Host] = true
-		if err := c.addHost(ctx, idx, gw.Namespace, r.Host); err != nil {
+		hosts[string(r.Host)] = true
+		if err := c.addHost(ctx, idx, gw.Namespace, string(r.Host)); err != nil {
 			return nil, err
 		}
 	}
@@ -88,11 +88,11 @@ func (c *candidates) add(gws []*v1.APIGateway, err error) error {
 // namespace other than own routes host or a host conflicting with it.
 func (c *candidates) addHost(ctx context.Context, idx Index, own, host string) error {
 	var namespaces []string
-	fetch := func(ns string) error { return c.add(idx.InFamily(ctx, ns, Family(host))) }
-	if IsWildcard(host) {
-		namespaces = idx.FamilyNamespaces(Family(host))
+	fetch := func(ns string) error { return c.add(idx.InFamily(ctx, ns, validation.HostFamily(host))) }
+	if validation.IsWildcard(host) {
+		namespaces = idx.FamilyNamespaces(validation.HostFamily(host))
 	} else {
-		wildcard := "*." + Family(host)
+		wildcard := "*." + validation.HostFamily(host)
 		namespaces = append(idx.HostNamespaces(host), idx.HostNamespaces(wildcard)...)
 		fetch = func(ns string) error {
 			if err := c.add(idx.OnHost(ctx, ns, host)); err != nil {

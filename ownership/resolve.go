@@ -86,10 +86,10 @@ func Resolve(in Input) []Loss {
 			continue // refused by validation, served by no one
 		}
 		if in.Policy != InterNamespaceAllowed {
-			holder, known := owners[r.Host]
+			holder, known := owners[string(r.Host)]
 			if !known {
-				holder = hostOwner(self, others, r.Host)
-				owners[r.Host] = holder
+				holder = hostOwner(self, others, string(r.Host))
+				owners[string(r.Host)] = holder
 			}
 			if holder != nil && !lent(others, holder.gw.Namespace, in.Gateway.Namespace, r) {
 				losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonHostOwned, Holder: holder.gw})
@@ -106,7 +106,7 @@ func Resolve(in Input) []Loss {
 // hostOwner is the gateway of another namespace whose claim makes its
 // namespace the owner of host, or nil when the host is Gateway's
 // namespace's or no one's: the first claim on the host, or on a host that
-// competes with it (Conflicting), among held claims.
+// competes with it (validation.HostsConflict), among held claims.
 func hostOwner(self *view, others []*view, host string) *view {
 	first, firstAt := (*view)(nil), when{rank: never}
 	consider := func(v *view, at when) {
@@ -116,7 +116,7 @@ func hostOwner(self *view, others []*view, host string) *view {
 	}
 	for _, v := range append([]*view{self}, others...) {
 		for j := range v.gw.Spec.Routes {
-			if !Conflicting(v.gw.Spec.Routes[j].Host, host) {
+			if !validation.HostsConflict(string(v.gw.Spec.Routes[j].Host), host) {
 				continue
 			}
 			if at := v.hostClaim(j); at.rank != never {

@@ -73,7 +73,7 @@ func hostValues(gw *v1.APIGateway) []string {
 	seen := make(map[string]bool, 2*len(gw.Spec.Routes))
 	var out []string
 	for _, r := range gw.Spec.Routes {
-		for _, v := range []string{hostValue(r.Host), familyValue(ownership.Family(r.Host))} {
+		for _, v := range []string{hostValue(string(r.Host)), familyValue(validation.HostFamily(string(r.Host)))} {
 			if !seen[v] {
 				seen[v] = true
 				out = append(out, v)

@@ -17,7 +17,7 @@ import (
 
 // route is a Prefix route on api.example.com.
 func route(path string) v1.Route {
-	return v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "s", Port: 80}}
+	return v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "s", Port: 80}}
 }
 
 func gateway(ns, name string, class *string, routes ...v1.Route) *v1.APIGateway {

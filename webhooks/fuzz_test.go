@@ -95,12 +95,12 @@ func (h fuzzHooks) check(t *testing.T, raw []byte) {
 func assertSafe(t *testing.T, gw *v1.APIGateway) {
 	t.Helper()
 	for _, r := range gw.Spec.Routes {
-		if !safeHost.MatchString(r.Host) || len(r.Host) > 253 {
+		if !safeHost.MatchString(string(r.Host)) || len(r.Host) > 253 {
 			t.Fatalf("admitted unsafe host %q", r.Host)
 		}
 		p := r.Path
-		if !safePath.MatchString(p) || strings.Contains(p, "//") || strings.Contains(p, "/../") ||
-			strings.Contains(p, "/./") || strings.HasSuffix(p, "/..") || strings.HasSuffix(p, "/.") {
+		if !safePath.MatchString(string(p)) || strings.Contains(string(p), "//") || strings.Contains(string(p), "/../") ||
+			strings.Contains(string(p), "/./") || strings.HasSuffix(string(p), "/..") || strings.HasSuffix(string(p), "/.") {
 			t.Fatalf("admitted unsafe path %q", p)
 		}
 	}
@@ -177,14 +177,14 @@ func TestDefaultingPatchApplies(t *testing.T) {
 func randomGateway(rng *rand.Rand) *v1.APIGateway {
 	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
 	gw := &v1.APIGateway{}
-	gw.Spec.Image = pick("", "nginx:1.27")
+	gw.Spec.Image = v1.Image(pick("", "nginx:1.27"))
 	if rng.IntN(2) == 0 {
 		gw.Spec.Replicas = ptr.To(int32(rng.IntN(4)))
 	}
 	hosts := []string{"a.com", "A.com", "a.com.", "B.Example.COM.", "*.x.io"}
 	for range rng.IntN(5) {
 		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{
-			Host: pick(hosts...), Path: pick("", "/", "/x/"), PathType: v1.PathType(pick("", "Prefix", "Exact")),
+			Host: v1.Hostname(pick(hosts...)), Path: v1.HTTPPath(pick("", "/", "/x/")), PathType: v1.PathType(pick("", "Prefix", "Exact")),
 			BackendService: v1.BackendService{Name: "s", Port: 80},
 		})
 	}

@@ -100,7 +100,7 @@ func TestDefaulterReadsTheNamespaceAnnotation(t *testing.T) {
 			}
 			h := mutatingHandler{&Defaulter{Namespaces: fakeReader(t, tc.funcs, objs...), LiveNamespaces: fakeReader(t, nil, live...), Operator: testDefaults}}
 			gw := validGateway()
-			gw.Spec.Image = tc.image
+			gw.Spec.Image = v1.Image(tc.image)
 			raw, err := json.Marshal(gw)
 			require.NoError(t, err)
 			resp := h.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{

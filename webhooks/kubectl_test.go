@@ -51,7 +51,7 @@ func testKubectlDefaults(t *testing.T) {
 	assert.NotContains(t, res.Stderr, "Warning: spec.replicas")
 
 	gw := get(t, "defaults", "gw")
-	assert.Equal(t, flagImage, gw.Spec.Image)
+	assert.Equal(t, flagImage, string(gw.Spec.Image))
 	require.NotNil(t, gw.Spec.Replicas)
 	assert.Equal(t, int32(1), *gw.Spec.Replicas)
 	assert.Equal(t, []v1.Route{{Host: "api.example.com", Path: "/", PathType: v1.PathTypePrefix,
@@ -61,13 +61,13 @@ func testKubectlDefaults(t *testing.T) {
 	// The namespace's annotation wins over the flag default. (Another host:
 	// the same route in another namespace would conflict.)
 	require.NoError(t, kubectl(ctx, manifest("annotated", "gw", strings.ReplaceAll(spec, "Example", "Annotated")), "apply", "-f", "-").Err)
-	assert.Equal(t, "team.example/nginx:2.0", get(t, "annotated", "gw").Spec.Image)
+	assert.Equal(t, v1.Image("team.example/nginx:2.0"), get(t, "annotated", "gw").Spec.Image)
 
 	// An image the user sets is kept, and applying again does not change
 	// the spec (the generation stays).
 	own := manifest("annotated", "own", "image: mine:1.0\nroutes:\n- host: own.example.com\n  backendService: {name: svc, port: 80}\n")
 	require.NoError(t, kubectl(ctx, own, "apply", "-f", "-").Err)
-	assert.Equal(t, "mine:1.0", get(t, "annotated", "own").Spec.Image)
+	assert.Equal(t, v1.Image("mine:1.0"), get(t, "annotated", "own").Spec.Image)
 	require.NoError(t, kubectl(ctx, own, "apply", "-f", "-").Err)
 	assert.Equal(t, int64(1), get(t, "annotated", "own").Generation)
 }

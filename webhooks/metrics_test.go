@@ -224,7 +224,7 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 		},
 		"no image": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Image = "" }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, flagImage, gw.Spec.Image) },
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, flagImage, string(gw.Spec.Image)) },
 		},
 		"no replicas": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Replicas = nil }, wantCalled: true,
@@ -232,11 +232,11 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 		},
 		"an upper-case host": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "MATCH.example.com" }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[0].Host) },
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[0].Host) },
 		},
 		"a host with a trailing dot": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "match.example.com." }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, "match.example.com", gw.Spec.Routes[1].Host) },
+			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[1].Host) },
 		},
 		"an upper-case TLS host": {
 			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Match.Example.com" }, wantCalled: true,
@@ -257,7 +257,7 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 			i++
 			gw.Namespace, gw.Name = "match", fmt.Sprintf("gw-%d", i)
 			for j := range gw.Spec.Routes {
-				gw.Spec.Routes[j].Path = strings.Replace(gw.Spec.Routes[j].Path, "/", fmt.Sprintf("/%d-", i), 1)
+				gw.Spec.Routes[j].Path = v1.HTTPPath(strings.Replace(string(gw.Spec.Routes[j].Path), "/", fmt.Sprintf("/%d-", i), 1))
 			}
 			deltas := counterDeltas(t,
 				admissionRequests.WithLabelValues(webhookMutating, "CREATE", resultAllowed),

@@ -82,8 +82,8 @@ func awaitPolicyWarnings(t *testing.T, c client.Client, warned *warningRecorder,
 
 func completeGateway(ns, name, image string, replicas int32) *v1.APIGateway {
 	gw := &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.APIGatewaySpec{
-		Image: image, Replicas: ptr.To(replicas),
-		Routes: []v1.Route{{Host: name + ".warn.example.com", Path: "/", PathType: v1.PathTypePrefix,
+		Image: v1.Image(image), Replicas: ptr.To(replicas),
+		Routes: []v1.Route{{Host: v1.Hostname(name + ".warn.example.com"), Path: "/", PathType: v1.PathTypePrefix,
 			BackendService: v1.BackendService{Name: "svc", Port: 80}}},
 	}}
 	return gw

@@ -222,7 +222,7 @@ func sameGateway(a, b *v1.APIGateway) bool { return a.Namespace == b.Namespace &
 func backendNames(gw *v1.APIGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Routes))
 	for _, r := range gw.Spec.Routes {
-		names = append(names, r.BackendService.Name)
+		names = append(names, string(r.BackendService.Name))
 	}
 	return names
 }

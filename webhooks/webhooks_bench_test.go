@@ -25,7 +25,7 @@ func benchGateway(n int) *v1.APIGateway {
 	gw.Spec.Routes = nil
 	for i := range n {
 		r := route(fmt.Sprintf("/svc%d/", i), fmt.Sprintf("svc-%d", i), 8080)
-		r.Host = fmt.Sprintf("API%d.Example.com", i%2)
+		r.Host = v1.Hostname(fmt.Sprintf("API%d.Example.com", i%2))
 		r.PathType = ""
 		gw.Spec.Routes = append(gw.Spec.Routes, r)
 	}
@@ -68,7 +68,7 @@ func BenchmarkValidate(b *testing.B) {
 	other.Name = "other"
 	ports := map[string][]int32{}
 	for _, r := range gw.Spec.Routes {
-		ports[r.BackendService.Name] = []int32{8080}
+		ports[string(r.BackendService.Name)] = []int32{8080}
 	}
 	related := admit.RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
 	if errs, _ := admit.Validate(nil, gw, related); len(errs) == 0 {
@@ -138,7 +138,7 @@ func BenchmarkValidatingHandler(b *testing.B) {
 	var others []*v1.APIGateway
 	for i := range 10000 {
 		gw := defaulted(benchGateway(1))
-		gw.Name, gw.Spec.Routes[0].Path = fmt.Sprintf("gw-%d", i), fmt.Sprintf("/other-%d/", i)
+		gw.Name, gw.Spec.Routes[0].Path = fmt.Sprintf("gw-%d", i), v1.HTTPPath(fmt.Sprintf("/other-%d/", i))
 		others = append(others, gw)
 	}
 	h := validatingHandler{&Validator{Gateways: testFinder(b, others...)}}

@@ -48,11 +48,8 @@ type APIGatewaySpec struct {
 	// runs as a non-root user. When empty, the admission webhook fills in the
 	// namespace's example.com/default-gateway-image annotation or, without
 	// one, the operator's configured default.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Z}\\p{Cc}]')",message="must not contain whitespace or control characters"
 	// +required
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// replicas is the number of gateway pods, from 0 to 100. When unset, the
 	// admission webhook fills in the operator's configured default (1).
@@ -114,8 +111,8 @@ type APIGatewaySpec struct {
 	// path, except under the prefixes its owner lends it here (unless the
 	// cluster's admin runs the operator with
 	// --namespace-ownership=InterNamespaceAllowed). Gateways of one
-	// namespace share its hosts freely. Up to 32.
-	// +kubebuilder:validation:MaxItems=32
+	// namespace share its hosts freely. Up to 16.
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
 	Delegations []HostDelegation `json:"delegations,omitempty"`
@@ -200,57 +197,89 @@ type ParentGatewayReference struct {
 	SectionName *string `json:"sectionName,omitempty"`
 }
 
-// Route sends the requests for one host and path to one backend Service.
+// Route sends the requests for one host and path to a backend Service, or
+// shares them among several.
+// +kubebuilder:validation:XValidation:rule="!has(self.rewritePrefix) || !has(self.pathType) || self.pathType == 'Prefix'",message="rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".rewritePrefix"
 type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
 	// (*.example.com matches api.example.com, not example.com or
 	// a.b.example.com), and must keep at least two labels after it (*.com
 	// is refused). IP addresses are not allowed.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="!isIP(self.startsWith('*.') ? self.substring(2) : self)",message="must be a DNS name, not an IP address"
-	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[^.]{64}')",message="each label (between dots) must be at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('*.') || self.substring(2).contains('.')",message="a wildcard must keep at least two labels after '*.', as in *.example.com: *.com would claim every name of a top-level domain"
 	// +required
-	Host string `json:"host"`
+	Host Hostname `json:"host"`
 
 	// path is the request path the route matches, starting with "/". It may
 	// hold letters, digits and - . _ ~ / ! & ( ) * + , = : @ %, but no empty,
 	// "." or ".." segments. Defaults to "/".
-	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^/[-A-Za-z0-9._~!&()*+,=:@%/]*$')",message="must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="must not contain empty, '.' or '..' segments"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([^%]|%[0-7][0-9A-Fa-f]|%[Cc][2-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Dd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee]0%[ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][1-9A-Ca-cEeFf]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][Dd]%[89][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]0%[9ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff][1-3]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]4%8[0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f])*$')",message="'%' must start a percent-encoded byte such as %C3%A9 ('%25' for a literal '%'), and the encoded bytes must spell UTF-8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%([01][0-9A-Fa-f]|2[02347]|3[BbCcEeFf]|5[B-Eb-e]|60|7[B-Fb-f])')",message="must not percent-encode a control character, a space or a character the path may not hold as written"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%[Cc]2%([89][0-9A-Fa-f]|[Aa]0)|%[Ee]1%9[Aa]%80|%[Ee]2%80%(8[0-9Aa]|[Aa][89Ff])|%[Ee]2%81%9[Ff]|%[Ee]3%80%80')",message="must not percent-encode a control character or whitespace, such as %C2%85 or %E2%80%A8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(/|%2[Ff])(/|%2[Ff])|(/|%2[Ff])([.]|%2[Ee]){1,2}(/|%2[Ff]|$)|%25(2|%32)([Ff]|%46|%66)')",message="must not contain empty, '.' or '..' segments once percent-decoded (%2F is '/', %2E is '.'), nor decode to '%2F'"
 	// +optional
-	Path string `json:"path,omitempty"`
+	Path HTTPPath `json:"path,omitempty"`
 
 	// pathType is how path is matched: Prefix matches the path and every
 	// path below it, Exact matches the path only. Defaults to Prefix.
-	// +kubebuilder:default=Prefix
 	// +optional
 	PathType PathType `json:"pathType,omitempty"`
 
 	// backendService is the Service, in the gateway's namespace, that
-	// receives the route's requests.
+	// receives the route's requests, or those additionalBackends leave.
 	// +required
 	BackendService BackendService `json:"backendService"`
+
+	// additionalBackends share the route's requests with backendService:
+	// each receives its weight in percent of them, picked per request, and
+	// backendService receives the rest. Up to 7 Service ports of the
+	// gateway's namespace, each once; the weights add up to at most 100.
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:XValidation:rule="self.map(b, b.weight).sum() <= 100",message="the weights add up to at most 100 (percent): backendService receives the rest"
+	// +kubebuilder:validation:XValidation:rule="self.all(b, self.exists_one(o, o.name == b.name && o.port == b.port))",message="each Service port may be listed once"
+	// +listType=atomic
+	// +optional
+	AdditionalBackends []WeightedBackend `json:"additionalBackends,omitempty"`
+
+	// timeouts bound how long the gateway waits for the backends.
+	// +optional
+	Timeouts *RouteTimeouts `json:"timeouts,omitempty"`
+
+	// rewritePrefix replaces the path the route matched before the
+	// request is forwarded: with path /api and rewritePrefix /, the
+	// backend receives /users/1 for /api/users/1, and / for /api. Prefix
+	// routes only; written as the backend receives it, so without
+	// percent-encoded bytes.
+	// +kubebuilder:validation:XValidation:rule="!self.contains('%')",message="must not hold percent-encoded bytes: the backend receives the prefix as written"
+	// +optional
+	RewritePrefix HTTPPath `json:"rewritePrefix,omitempty"`
+
+	// requestHeaders change the headers of the requests forwarded to the
+	// backends.
+	// +optional
+	RequestHeaders *HeaderModifier `json:"requestHeaders,omitempty"`
+
+	// responseHeaders change the headers of the answers sent back to the
+	// client.
+	// +optional
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+
+	// maxBodySize is the largest request body the route accepts, in
+	// nginx's notation: a number of bytes, or of kilobytes, megabytes or
+	// gigabytes with k, m or g (10m), at most 4 digits; 0 accepts any
+	// size. Larger requests are answered 413. Unset: 1m.
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,3}[kmg]?)$`
+	// +optional
+	MaxBodySize string `json:"maxBodySize,omitempty"`
+
+	// rateLimit limits the requests of each client address on this route;
+	// past it the gateway answers 429.
+	// +optional
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // BackendService names a Service port in the gateway's namespace.
 type BackendService struct {
 	// name is the Service's name, a DNS-1035 label such as user-service.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
 	// +required
-	Name string `json:"name"`
+	Name ServiceName `json:"name"`
 
 	// port is the Service port the requests go to, from 1 to 65535.
 	// +kubebuilder:validation:Minimum=1

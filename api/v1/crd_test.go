@@ -262,7 +262,7 @@ func TestServerSideApplyMergesRoutesByKey(t *testing.T) {
 	paths := func(gw v1.APIGateway) []string {
 		var out []string
 		for _, r := range gw.Spec.Routes {
-			out = append(out, r.Host+r.Path+" "+string(r.PathType)+" "+r.BackendService.Name)
+			out = append(out, string(r.Host)+string(r.Path)+" "+string(r.PathType)+" "+string(r.BackendService.Name))
 		}
 		return out
 	}

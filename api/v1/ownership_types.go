@@ -9,11 +9,10 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // prefixes its owner lends them, in a delegation on any of the owner
 // namespace's gateways that route the host.
 type HostDelegation struct {
-	// host is one of this gateway's route hosts, as its routes write it.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// host is one of this gateway's route hosts, as its routes write it, or
+	// a name its wildcard route host matches.
 	// +required
-	Host string `json:"host"`
+	Host Hostname `json:"host"`
 
 	// namespace is the namespace whose gateways may route on host, under
 	// pathPrefixes.
@@ -25,15 +24,13 @@ type HostDelegation struct {
 
 	// pathPrefixes are the paths lent, each matched as a Prefix route's path
 	// is, element by element: /cart lends /cart and every path below
-	// /cart/, not /carts; "/" lends the whole host. From 1 to 16, each a
+	// /cart/, not /carts; "/" lends the whole host. From 1 to 8, each a
 	// valid route path.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	// +required
-	PathPrefixes []string `json:"pathPrefixes"`
+	PathPrefixes []HTTPPath `json:"pathPrefixes"`
 }
 
 // Claims are the operator's record of when the gateway began to hold each

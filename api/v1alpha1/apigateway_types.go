@@ -10,11 +10,8 @@ import (
 type APIGatewaySpec struct {
 	// image is the container image of the gateway pods. When empty, the
 	// admission webhook fills in a default.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Z}\\p{Cc}]')",message="must not contain whitespace or control characters"
 	// +required
-	Image string `json:"image,omitempty"`
+	Image v1.Image `json:"image,omitempty"`
 
 	// replicas is the number of gateway pods, from 0 to 100. When unset, the
 	// admission webhook fills in a default.
@@ -49,34 +46,18 @@ type APIGatewaySpec struct {
 type Route struct {
 	// host is the DNS name the route answers for, such as api.example.com,
 	// optionally starting with "*." followed by at least two labels.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="!isIP(self.startsWith('*.') ? self.substring(2) : self)",message="must be a DNS name, not an IP address"
-	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self.startsWith('*.') ? self.substring(2) : self).hasValue()",message="must be a lower-case DNS name such as api.example.com, optionally starting with '*.'"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[^.]{64}')",message="each label (between dots) must be at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('*.') || self.substring(2).contains('.')",message="a wildcard must keep at least two labels after '*.', as in *.example.com: *.com would claim every name of a top-level domain"
 	// +required
-	Host string `json:"host"`
+	Host v1.Hostname `json:"host"`
 
 	// prefix is the request path prefix the route matches, starting with "/".
 	// Defaults to "/".
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^/[-A-Za-z0-9._~!&()*+,=:@%/]*$')",message="must start with '/' and hold only letters, digits and - . _ ~ / ! & ( ) * + , = : @ %"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="must not contain empty, '.' or '..' segments"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([^%]|%[0-7][0-9A-Fa-f]|%[Cc][2-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Dd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee]0%[ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][1-9A-Ca-cEeFf]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ee][Dd]%[89][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]0%[9ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff][1-3]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]|%[Ff]4%8[0-9A-Fa-f]%[89ABab][0-9A-Fa-f]%[89ABab][0-9A-Fa-f])*$')",message="'%' must start a percent-encoded byte such as %C3%A9 ('%25' for a literal '%'), and the encoded bytes must spell UTF-8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%([01][0-9A-Fa-f]|2[02347]|3[BbCcEeFf]|5[B-Eb-e]|60|7[B-Fb-f])')",message="must not percent-encode a control character, a space or a character the path may not hold as written"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('%[Cc]2%([89][0-9A-Fa-f]|[Aa]0)|%[Ee]1%9[Aa]%80|%[Ee]2%80%(8[0-9Aa]|[Aa][89Ff])|%[Ee]2%81%9[Ff]|%[Ee]3%80%80')",message="must not percent-encode a control character or whitespace, such as %C2%85 or %E2%80%A8"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(/|%2[Ff])(/|%2[Ff])|(/|%2[Ff])([.]|%2[Ee]){1,2}(/|%2[Ff]|$)|%25(2|%32)([Ff]|%46|%66)')",message="must not contain empty, '.' or '..' segments once percent-decoded (%2F is '/', %2E is '.'), nor decode to '%2F'"
 	// +optional
-	Prefix string `json:"prefix,omitempty"`
+	Prefix v1.HTTPPath `json:"prefix,omitempty"`
 
 	// serviceName is the name of the backend Service in the gateway's
 	// namespace.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
 	// +required
-	ServiceName string `json:"serviceName"`
+	ServiceName v1.ServiceName `json:"serviceName"`
 
 	// servicePort is the backend Service port, from 1 to 65535.
 	// +kubebuilder:validation:Minimum=1

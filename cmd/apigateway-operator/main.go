@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -55,6 +56,10 @@ func main() {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
+// faultClock, set only in a build with -tags faultinject (faultinject.go),
+// gives the certificates a skewed clock.
+var faultClock func() (clock.WithTicker, error)
+
 // run wires the manager from the flags and runs it until SIGTERM or SIGINT.
 func run(o *options) error {
 	if err := o.complete(); err != nil {
@@ -67,6 +72,12 @@ func run(o *options) error {
 	utilruntime.Must(gatewayv1.Install(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 
+	if faultClock != nil {
+		var err error
+		if o.certs.Clock, err = faultClock(); err != nil {
+			return err
+		}
+	}
 	serving, err := certs.New(o.certs)
 	if err != nil {
 		return err
@@ -91,9 +102,20 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig, auth))
+	lock, err := o.leaseLock(cfg)
+	if err != nil {
+		return fmt.Errorf("the leader election lock: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions(scheme, serving.TLSConfig, auth, lock))
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
+	}
+	// What only the leader runs sees a manager whose writes stop when the
+	// lease is lost (package lease).
+	leader := mgr
+	if lock != nil {
+		lock.BindEvents(mgr.GetEventRecorderFor(lock.Identity())) //nolint:staticcheck // the Lease lock takes the old API's recorder
+		leader = lock.Fence(mgr)
 	}
 	if auth != nil {
 		if err := mgr.Add(auth); err != nil {
@@ -110,12 +132,12 @@ func run(o *options) error {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
 	if o.policyParamsKey.Name != "" {
-		if err := mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
+		if err := mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: leader.GetClient(),
 			ConfigMap: o.policyParamsKey, Defaults: o.webhooks.Defaults()}); err != nil {
 			return err
 		}
 	}
-	if err := controller.SetupWithManager(mgr, o.controller); err != nil {
+	if err := controller.SetupWithManager(leader, o.controller); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
 	// Ready only once the webhook server answers TLS, so the Service sends

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -22,6 +24,7 @@ import (
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/lease"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/tracing"
@@ -45,7 +48,10 @@ type options struct {
 	probeAddr     string
 	leaderElect   bool
 	leaderElectNS string
-	shutdownGrace time.Duration
+	// leaseDuration, renewDeadline and retryPeriod time the leader
+	// election (client-go's LeaderElectionConfig).
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	shutdownGrace                             time.Duration
 
 	defaultReplicas int
 	clusterDomain   string
@@ -80,6 +86,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader among the operator's replicas so only one reconciles; the webhooks are served by every replica.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the namespace the operator runs in).")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long the other replicas wait, after they last saw the leader renew its Lease, before they take it over.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long after its last successful renewal the leader stops writing and gives up leadership; shorter than --leader-elect-lease-duration, the difference being what a write in flight has to arrive.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to renew or acquire the Lease.")
 	fs.DurationVar(&o.shutdownGrace, "graceful-shutdown-timeout", 30*time.Second, "How long in-flight webhook requests and reconciles may take to finish on shutdown.")
 
 	fs.StringVar(&o.webhooks.DefaultImage, "default-gateway-image", defaults.DefaultImage, "Gateway image for APIGateways that set none and whose namespace has no example.com/default-gateway-image annotation.")
@@ -145,6 +154,21 @@ func (o *options) complete() error {
 	}
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
+	}
+	return o.checkLeaderElection()
+}
+
+// checkLeaderElection refuses timings client-go's elector would refuse at
+// start, with the flags' names.
+func (o *options) checkLeaderElection() error {
+	switch {
+	case o.retryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period: must be positive, got %s", o.retryPeriod)
+	// client-go's JitterFactor: a retry may come 1.2 periods late.
+	case o.renewDeadline <= o.retryPeriod*12/10:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than 1.2 times --leader-elect-retry-period (%s)", o.renewDeadline, o.retryPeriod)
+	case o.leaseDuration <= o.renewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)", o.leaseDuration, o.renewDeadline)
 	}
 	return nil
 }
@@ -216,10 +240,27 @@ func (o *options) clientAuth() (*certs.ClientAuth, error) {
 	return certs.NewClientAuth(o.webhookClientCA, webhooks.ConvertPath)
 }
 
+// leaderElectionID names the Lease the replicas elect their leader with.
+const leaderElectionID = "apigateway-operator.example.com"
+
+// leaseLock is the leader-election lock that fences the leader's writes
+// (package lease), nil without --leader-elect.
+func (o *options) leaseLock(cfg *rest.Config) (*lease.Lock, error) {
+	if !o.leaderElect {
+		return nil, nil
+	}
+	return lease.New(cfg, leaderelection.Options{
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: o.leaderElectNS,
+		RenewDeadline:           o.renewDeadline,
+	})
+}
+
 // managerOptions builds the manager's options from the flags; serving is
-// the certificate provider's TLS hook for the webhook server, and auth,
-// when not nil, its client authentication.
-func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Config), auth *certs.ClientAuth) ctrl.Options {
+// the certificate provider's TLS hook for the webhook server, auth, when
+// not nil, its client authentication, and lock, when not nil, the leader
+// election's lock.
+func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Config), auth *certs.ClientAuth, lock *lease.Lock) ctrl.Options {
 	tlsOpts := o.tlsOptions()
 	webhookTLS := append(slices.Clone(tlsOpts), serving)
 	if auth != nil {
@@ -244,7 +285,7 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	return ctrl.Options{
+	opts := ctrl.Options{
 		Scheme: scheme,
 		Cache:  cacheOpts,
 		Metrics: metricsserver.Options{
@@ -256,10 +297,17 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "apigateway-operator.example.com",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectNS,
 		// The next leader can start at once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		GracefulShutdownTimeout:       &o.shutdownGrace,
 	}
+	if lock != nil {
+		opts.LeaderElectionResourceLockInterface = lock
+	}
+	return opts
 }

@@ -57,6 +57,12 @@ func TestFlagsComplete(t *testing.T) {
 		"in-flight bound zero":   {args: []string{"--webhook-max-inflight-bytes=0"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "0"`},
 		"in-flight bound text":   {args: []string{"--webhook-max-inflight-bytes=lots"}, wantErr: `--webhook-max-inflight-bytes: want a positive quantity such as 64Mi, got "lots"`},
 		"another cluster domain": {args: []string{"--cluster-domain=corp.example"}},
+		"short leases":           {args: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}},
+		"renew deadline past the lease": {args: []string{"--leader-elect-renew-deadline=15s"},
+			wantErr: "--leader-elect-lease-duration (15s) must be longer than --leader-elect-renew-deadline (15s)"},
+		"retry period too close to the renew deadline": {args: []string{"--leader-elect-retry-period=9s"},
+			wantErr: "--leader-elect-renew-deadline (10s) must be longer than 1.2 times --leader-elect-retry-period (9s)"},
+		"no retry period": {args: []string{"--leader-elect-retry-period=0s"}, wantErr: "--leader-elect-retry-period: must be positive, got 0s"},
 		"cluster domain upper case": {args: []string{"--cluster-domain=Corp.example"},
 			wantErr: `--cluster-domain: want a DNS name such as cluster.local, got "Corp.example": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		"trusted proxies": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8, 192.168.1.1"}},
@@ -85,13 +91,13 @@ func TestFlagsComplete(t *testing.T) {
 func TestNamespacedMode(t *testing.T) {
 	o, err := parse(t, "--watch-namespaces=team-a, team-b")
 	require.NoError(t, err)
-	opts := o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil)
+	opts := o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil, nil)
 	assert.Len(t, opts.Cache.DefaultNamespaces, 2)
 	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-a")
 	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-b")
 	o, err = parse(t)
 	require.NoError(t, err)
-	assert.Empty(t, o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil).Cache.DefaultNamespaces)
+	assert.Empty(t, o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil, nil).Cache.DefaultNamespaces)
 	assert.Equal(t, ownership.Strict, o.controller.Policy, "hosts are owned by default")
 	assert.Equal(t, ownership.Strict, o.webhooks.Policy)
 }
@@ -251,7 +257,7 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 
 	srv := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }
-	}, auth).WebhookServer
+	}, auth, nil).WebhookServer
 	for _, path := range []string{webhooks.MutatePath, webhooks.ValidatePath, webhooks.ConvertPath} {
 		srv.Register(path, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	}

@@ -135,8 +135,8 @@ func benchGateway(ns, name, prefix string, n int) *v1.APIGateway {
 		Spec:       v1.APIGatewaySpec{Image: image, Replicas: ptr.To[int32](1)},
 	}
 	for i := range n {
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: "api." + ns + ".example.com", Path: fmt.Sprintf("%s%d/", prefix, i),
-			PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: fmt.Sprintf("svc-%d", i), Port: 8080}})
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: v1.Hostname("api." + ns + ".example.com"), Path: v1.HTTPPath(fmt.Sprintf("%s%d/", prefix, i)),
+			PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(fmt.Sprintf("svc-%d", i)), Port: 8080}})
 	}
 	return gw
 }

@@ -11,10 +11,12 @@
 // in a cluster. The kube-apiserver presents a client certificate to the
 // admission webhooks (its admission configuration), and the operator
 // accepts no other caller there (--webhook-client-ca). Ctrl-C (or
-// SIGTERM/SIGHUP) stops everything, operator first, etcd last; a second
-// one kills what is still stopping. The data stays in $RUN_DIR, so the
-// next run starts where this one stopped; a run that was killed is cleaned
-// up by the next.
+// SIGTERM/SIGHUP) stops everything, operator first, etcd last, also when
+// the output is gone (`make run | tee`, tee stopped by the same Ctrl-C); a
+// second one kills what is still stopping. Whatever kills this program
+// instead (SIGKILL, a crash), the kernel kills what it started
+// (test/controlplane's parent-death signal): nothing keeps the ports. The
+// data stays in $RUN_DIR, so the next run starts where this one stopped.
 //
 // Arguments are passed on to the operator (e.g. `go run ./hack/run
 // --zap-log-level=debug`, or `make run ARGS=--zap-log-level=debug`).
@@ -32,20 +34,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
-	"time"
 
 	"example.com/apigateway-operator/test/controlplane"
 	"example.com/apigateway-operator/test/testenv"
@@ -56,7 +56,6 @@ import (
 const (
 	operatorNS = "apigateway-operator-system"
 	operatorSA = "apigateway-operator"
-	crd        = "crd/apigateways.example.com"
 )
 
 // controllers are kube-controller-manager's: garbage collection,
@@ -86,6 +85,10 @@ func run(operatorArgs []string) int {
 		fmt.Fprintf(os.Stderr, "hack/run: %v\n", err)
 		return 1
 	}
+	// `make run 2>&1 | tee run.log` and Ctrl-C: tee exits first, and the
+	// next line written would kill the program (SIGPIPE) before it stops
+	// what it started. Notified, SIGPIPE only makes such writes fail.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// A signal stops the run; one that arrives while it stops hurries the
 	// stopping: what is still running is killed.
 	sigs := make(chan os.Signal, 2)
@@ -261,64 +264,16 @@ func (r *runner) checkPorts() error {
 	return nil
 }
 
-// installManifests applies manifests/local as the administrator and waits
-// for the CRD to be served. The overlay names port 9443, the operator's
-// default; another port is substituted in the rendered YAML.
+// installManifests applies manifests/local, its webhooks pointed at the
+// operator's port, and keeps kubectl's output in logs/install.log.
 func (r *runner) installManifests(ctx context.Context) error {
 	url := fmt.Sprintf("https://127.0.0.1:%d", r.webhookPort)
 	r.log("Installing manifests/local (CRD, webhook configurations -> " + url + ", RBAC, certificate Secret)")
-	kubectl := filepath.Join(r.k8sBin, "kubectl")
-	rendered, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(r.root, "manifests", "local")).Output()
-	if err != nil {
-		return fmt.Errorf("rendering manifests/local: %w", err)
+	out, err := r.cp.InstallLocal(ctx, r.root, url)
+	if werr := os.WriteFile(filepath.Join(r.runDir, "logs", "install.log"), out, 0o600); werr != nil {
+		return errors.Join(err, werr)
 	}
-	rendered = bytes.ReplaceAll(rendered, []byte("https://127.0.0.1:9443/"), []byte(url+"/"))
-	kubeconfig := "--kubeconfig=" + filepath.Join(r.runDir, "kubeconfig")
-	apply := exec.CommandContext(ctx, kubectl, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-")
-	apply.Stdin = bytes.NewReader(rendered)
-	out, err := apply.CombinedOutput()
-	logFile := filepath.Join(r.runDir, "logs", "install.log")
-	if werr := os.WriteFile(logFile, out, 0o600); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return fmt.Errorf("installing manifests/local failed: %w\n%s", err, out)
-	}
-	wait := exec.CommandContext(ctx, kubectl, kubeconfig, "wait", "--for=condition=Established",
-		fmt.Sprintf("--timeout=%ds", int(r.startTimeout.Seconds())), crd)
-	if out, err := wait.CombinedOutput(); err != nil {
-		return fmt.Errorf("waiting for %s: %w\n%s", crd, err, out)
-	}
-	return r.awaitPolicies(ctx, kubectl, kubeconfig)
-}
-
-// policyProbe is a complete gateway, created with --dry-run=server only.
-const policyProbe = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
- "metadata": {"name": "policy-probe", "namespace": "default"},
- "spec": {"image": "nginx:1.27", "replicas": 1,
-   "routes": [{"host": "policy-probe.example.com", "backendService": {"name": "svc", "port": 80}}]}}`
-
-// awaitPolicies waits until the API server's admission policy plugins have
-// read the new CRD's schema: until then every APIGateway write is answered
-// 503 "Resource kind ... not found", and the user's first apply would be.
-func (r *runner) awaitPolicies(ctx context.Context, kubectl, kubeconfig string) error {
-	deadline := time.Now().Add(r.startTimeout)
-	for {
-		probe := exec.CommandContext(ctx, kubectl, kubeconfig, "create", "--dry-run=server", "-o", "name", "-f", "-")
-		probe.Stdin = strings.NewReader(policyProbe)
-		out, err := probe.CombinedOutput()
-		switch {
-		case err == nil:
-			return nil
-		case !bytes.Contains(out, []byte("ServiceUnavailable")) || time.Now().After(deadline):
-			return fmt.Errorf("waiting for the API server to apply the admission policies to APIGateways: %w\n%s", err, out)
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return err
 }
 
 // startOperator runs the operator as its ServiceAccount, its output on
@@ -331,8 +286,6 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 	}
 	r.log(fmt.Sprintf("Starting %s (webhooks on https://127.0.0.1:%d for kube-apiserver's client certificate, probes on 127.0.0.1:%d)",
 		r.show(r.operatorBin), r.webhookPort, r.probePort))
-	probe := &http.Client{Timeout: 5 * time.Second}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)
 	_, err := r.cp.Run(ctx, controlplane.Command{
 		Name: "apigateway-operator",
 		Path: r.operatorBin,
@@ -348,25 +301,28 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 			"--graceful-shutdown-timeout=10s",
 			"--zap-encoder=console",
 		}, extra...),
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		Ready: func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, http.NoBody)
-			if err != nil {
-				return err
-			}
-			resp, err := probe.Do(req)
-			if err != nil {
-				return err
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return errors.New(resp.Status)
-			}
-			return nil
-		},
+		Stdout: &console{w: os.Stdout},
+		Stderr: &console{w: os.Stderr},
+		Ready:  controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)),
 	})
 	return err
+}
+
+// console passes the operator's output on to this program's and, once
+// that is closed (tee gone), drops it: the operator writes to a pipe this
+// program holds, so it is stopped in order rather than killed by SIGPIPE.
+type console struct {
+	w    io.Writer
+	gone atomic.Bool
+}
+
+func (c *console) Write(p []byte) (int, error) {
+	if !c.gone.Load() {
+		if _, err := c.w.Write(p); err != nil {
+			c.gone.Store(true)
+		}
+	}
+	return len(p), nil
 }
 
 func (r *runner) log(msg string) {

@@ -117,7 +117,7 @@ func TestAdmissionAuditAnnotations(t *testing.T) {
 func gateway(ns, name, host string, replicas *int32) *v1.APIGateway {
 	return &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.APIGatewaySpec{
 		Replicas: replicas,
-		Routes:   []v1.Route{{Host: host, BackendService: v1.BackendService{Name: "svc", Port: 80}}},
+		Routes:   []v1.Route{{Host: v1.Hostname(host), BackendService: v1.BackendService{Name: "svc", Port: 80}}},
 	}}
 }
 

@@ -207,12 +207,11 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 	return c.onFreePort(&c.ports.etcd, c.opts.EtcdPort == 0, func() error {
 		c.log(fmt.Sprintf("Starting etcd on 127.0.0.1:%d", c.ports.etcd))
 		url := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcd)
-		health := &http.Client{Timeout: 5 * time.Second}
 		_, err := c.Run(ctx, Command{
 			Name:  "etcd",
 			Path:  filepath.Join(c.opts.BinDir, "etcd"),
 			Args:  etcdArgs(c.path(etcdDir), url),
-			Ready: func(ctx context.Context) error { return get(ctx, health, url+"/health") },
+			Ready: ReadyWhenOK(url + "/health"),
 		})
 		return err
 	})
@@ -371,6 +370,13 @@ func (c *ControlPlane) log(msg string) {
 	}
 }
 
+// ReadyWhenOK is a Command.Ready for a process that serves url (a
+// /readyz, a /health): ready once a GET of it answers 200.
+func ReadyWhenOK(url string) func(context.Context) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func(ctx context.Context) error { return get(ctx, client, url) }
+}
+
 // get fails unless url answers 200.
 func get(ctx context.Context, client *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
@@ -386,4 +392,9 @@ func get(ctx context.Context, client *http.Client, url string) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// EtcdURL is the address of etcd's client port.
+func (c *ControlPlane) EtcdURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.ports.etcd)
 }

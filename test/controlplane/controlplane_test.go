@@ -285,7 +285,7 @@ func TestAKilledRunIsCleanedUpAndItsDataKept(t *testing.T) {
 	logged = nil
 	second := start(t, opts)
 	for _, p := range abandoned {
-		assert.False(t, running(p.Pid()), "%s of the killed run still runs", p.Name())
+		assert.False(t, Running(p.Pid()), "%s of the killed run still runs", p.Name())
 		assert.Contains(t, logged, "Stopping "+p.Name()+" ("+"pid "+strconv.Itoa(p.Pid())+") left over from an earlier run")
 	}
 	_, err = clientset(t, second).CoreV1().ConfigMaps("default").Get(t.Context(), "kept", metav1.GetOptions{})
@@ -371,7 +371,7 @@ func TestStopStopsTheLastStartedFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "apigateway-operator\nkube-apiserver\netcd\n", string(got), "each stopped after the one started after it")
 	for _, pid := range pids {
-		assert.False(t, running(pid))
+		assert.False(t, Running(pid))
 	}
 }
 
@@ -395,7 +395,7 @@ func TestStopKillsWhatDoesNotStop(t *testing.T) {
 			err = c.Stop(tc.ctx)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "stubborn (pid "+strconv.Itoa(p.Pid())+") "+tc.want)
-			assert.False(t, running(p.Pid()))
+			assert.False(t, Running(p.Pid()))
 		})
 	}
 }
@@ -468,8 +468,8 @@ func TestRestartKeepsItsPlaceAndContinuesItsLog(t *testing.T) {
 	require.Len(t, got, 3)
 	assert.Equal(t, []*Process{procs[0], got[1], procs[2]}, got, "the others untouched")
 	assert.Equal(t, "kube-apiserver", got[1].Name(), "in the first one's place")
-	assert.False(t, running(old.Pid()))
-	assert.True(t, running(got[1].Pid()))
+	assert.False(t, Running(old.Pid()))
+	assert.True(t, Running(got[1].Pid()))
 	log, err := os.ReadFile(got[1].Log())
 	require.NoError(t, err)
 	// (sh may report its sleep's SIGTERM in between.)
@@ -494,6 +494,6 @@ func TestStopProcessForgetsIt(t *testing.T) {
 
 	require.NoError(t, c.StopProcess(t.Context(), stopped))
 	assert.Equal(t, []*Process{kept}, c.Processes())
-	assert.False(t, running(stopped.Pid()))
+	assert.False(t, Running(stopped.Pid()))
 	assert.NoFileExists(t, filepath.Join(c.Dir(), pidsDir, controllerManager+".pid"))
 }

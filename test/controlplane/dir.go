@@ -136,9 +136,16 @@ func (c *ControlPlane) stopLeftovers() error {
 			return err
 		}
 		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err == nil && pid > 0 && recordedHere(pid, c.dir) {
+		switch {
+		case err != nil || pid <= 0:
+		case recordedHere(pid, c.dir):
 			c.log(fmt.Sprintf("Stopping %s (pid %d) left over from an earlier run", f.name, pid))
 			errs = append(errs, terminate(f.name, pid, c.opts.StopTimeout))
+		case exiting(pid):
+			// Killed with its launcher a moment ago (its parent-death
+			// signal), its command line already gone: its ports are
+			// free once it has exited. Whoever it is, it is dying.
+			gone(pid, c.opts.StopTimeout)
 		}
 		errs = append(errs, os.Remove(f.path))
 	}
@@ -178,7 +185,7 @@ func pidFiles(dir string) ([]pidFile, error) {
 // data, kube-apiserver its certificates, the others a kubeconfig).
 func recordedHere(pid int, dir string) bool {
 	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	return err == nil && running(pid) && namesPathIn(cmdline, dir)
+	return err == nil && Running(pid) && namesPathIn(cmdline, dir)
 }
 
 // namesPathIn is whether a /proc cmdline (NUL-separated arguments) holds a

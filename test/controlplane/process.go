@@ -26,6 +26,8 @@ type Command struct {
 	Name string
 	Path string
 	Args []string
+	// Env adds variables to this process's environment.
+	Env []string
 	// Stdout and Stderr default to logs/<Name>.log.
 	Stdout, Stderr io.Writer
 	// Ready, when set, is called until it returns nil: the process is
@@ -123,12 +125,17 @@ func (c *ControlPlane) launch(ctx context.Context, cmd Command, logMode int) (*P
 
 // spawn starts the process in its own process group, so that a terminal's
 // Ctrl-C reaches only the program that started it, which then stops its
-// processes in order.
+// processes in order. The kernel kills it (SIGKILL) when that program
+// dies without stopping it (SIGKILL, a crash, SIGPIPE): nothing outlives
+// the launcher.
 func (c *ControlPlane) spawn(cmd Command, logMode int) (*Process, error) {
 	p := &Process{name: cmd.Name, command: cmd, pidFile: filepath.Join(c.dir, pidsDir, cmd.Name+".pid"), done: make(chan struct{})}
 	p.cmd = exec.Command(cmd.Path, cmd.Args...)
 	p.cmd.Stdout, p.cmd.Stderr = cmd.Stdout, cmd.Stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if len(cmd.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), cmd.Env...)
+	}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cmd.Stdout == nil || cmd.Stderr == nil {
 		p.log = filepath.Join(c.dir, logsDir, cmd.Name+".log")
 		f, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|logMode, 0o600)
@@ -143,7 +150,7 @@ func (c *ControlPlane) spawn(cmd Command, logMode int) (*Process, error) {
 			p.cmd.Stderr = f
 		}
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := startOnLockedThread(p.cmd); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cmd.Name, err)
 	}
 	go func() {
@@ -228,7 +235,7 @@ func terminate(name string, pid int, timeout time.Duration) error {
 // gone waits up to timeout for process pid to stop running.
 func gone(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for running(pid) {
+	for Running(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -237,11 +244,33 @@ func gone(pid int, timeout time.Duration) bool {
 	return true
 }
 
-// running is true for a live process. A zombie (exited, not yet reaped by
-// its parent, or by init for a leftover whose parent died) is not.
-func running(pid int) bool {
+// Running reports whether process pid has yet to finish exiting. A
+// zombie (exited, not yet reaped by its parent, or by init for one whose
+// parent died) is not running; but a killed process's main thread turns
+// zombie before its other threads have exited, and until they have, the
+// process still holds its files and its listening ports (kube-apiserver's
+// for a quarter of a second on a busy machine): it is running until its
+// last thread is gone.
+func Running(pid int) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err == nil && statRunning(stat) {
+			return true
+		}
+	}
+	return false
+}
+
+// exiting reports whether process pid's main thread has exited while
+// others have not yet.
+func exiting(pid int) bool {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	return err == nil && statRunning(stat)
+	return err == nil && !statRunning(stat) && Running(pid)
 }
 
 // statRunning reads a /proc/<pid>/stat line: the state follows the command

@@ -104,7 +104,7 @@ func gateway(ns, name string) *v1.APIGateway {
 		Spec: v1.APIGatewaySpec{
 			Image:    image,
 			Replicas: ptr.To[int32](1),
-			Routes: []v1.Route{{Host: name + "." + ns + ".example.com", Path: "/users/", PathType: v1.PathTypePrefix,
+			Routes: []v1.Route{{Host: v1.Hostname(name + "." + ns + ".example.com"), Path: "/users/", PathType: v1.PathTypePrefix,
 				BackendService: v1.BackendService{Name: "users", Port: 8080}}},
 		},
 	}

@@ -111,7 +111,7 @@ func newNamespace(t *testing.T, prefix string) string {
 func gateway(ns, name string, hostPaths ...string) *v1.APIGateway {
 	gw := &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	for i := 0; i+1 < len(hostPaths); i += 2 {
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: hostPaths[i], Path: hostPaths[i+1], PathType: v1.PathTypePrefix,
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: v1.Hostname(hostPaths[i]), Path: v1.HTTPPath(hostPaths[i+1]), PathType: v1.PathTypePrefix,
 			BackendService: v1.BackendService{Name: "backend", Port: 8080}})
 	}
 	return gw

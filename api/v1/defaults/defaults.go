@@ -321,3 +321,28 @@ func Defaulted(gw *v1.APIGateway, p Params) (*v1.APIGateway, error) {
 	out := &v1.APIGateway{}
 	return out, json.Unmarshal(raw, out)
 }
+
+// A SchemaDefault is a default the CRD's structural schema gives (the
+// API server fills it in on every write and every read, before admission
+// and while no webhook answers): the Literal of a Fill row, at its
+// schema path. Routes need them besides the policy: path and pathType are
+// keys of the routes list-map, which the API server requires before any
+// admission runs.
+type SchemaDefault struct {
+	// Lists and Field locate the field as in Default.
+	Lists []string
+	Field string
+	Value any
+}
+
+// SchemaDefaults are the rows of Table with a literal value, as the v1
+// schema's defaults, which `make manifests` writes into the CRD.
+func SchemaDefaults() []SchemaDefault {
+	var out []SchemaDefault
+	for _, d := range Table {
+		if d.Fill != nil && d.Fill.Param == "" && d.Field != "" {
+			out = append(out, SchemaDefault{Lists: d.Lists, Field: d.Field, Value: d.Fill.Literal})
+		}
+	}
+	return out
+}

@@ -12,26 +12,23 @@ import (
 
 // Limits of spec.delegations, which the v1 schema also enforces.
 const (
-	maxDelegations  = 32
-	maxPathPrefixes = 16
+	maxDelegations  = 16
+	maxPathPrefixes = 8
 )
 
 // validateDelegations checks spec.delegations: each lends valid path
-// prefixes of one of the gateway's own route hosts to a namespace other
-// than the gateway's. A host the gateway does not route is refused rather
-// than ignored: the delegation would do nothing, which the owner would not
-// notice until the borrower's routes are refused.
+// prefixes of one of the gateway's own route hosts, or of a name its
+// wildcard route host matches, to a namespace other than the gateway's. A
+// host the gateway does not route is refused rather than ignored: the
+// delegation would do nothing, which the owner would not notice until the
+// borrower's routes are refused.
 func validateDelegations(gw *v1.APIGateway, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	hosts := make(map[string]bool, len(gw.Spec.Routes))
-	for _, r := range gw.Spec.Routes {
-		hosts[r.Host] = true
-	}
 	for i, d := range gw.Spec.Delegations {
 		dfld := fld.Index(i)
-		if !hosts[d.Host] {
+		if !routesHost(gw.Spec.Routes, string(d.Host)) {
 			errs = append(errs, field.Invalid(dfld.Child("host"), d.Host,
-				"must be the host of one of the gateway's routes: a namespace can lend only hosts it routes").WithOrigin(RuleDelegations))
+				"must be the host of one of the gateway's routes, or a name its wildcard host matches: a namespace can lend only hosts it routes").WithOrigin(RuleDelegations))
 		}
 		switch {
 		case d.Namespace == gw.Namespace && gw.Namespace != "":
@@ -46,14 +43,25 @@ func validateDelegations(gw *v1.APIGateway, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-func validatePathPrefixes(prefixes []string, fld *field.Path) field.ErrorList {
+// routesHost reports whether one of routes is on host, or on a wildcard
+// that matches it (a name lent under a wildcard is a name the owner routes).
+func routesHost(routes []v1.Route, host string) bool {
+	for _, r := range routes {
+		if h := string(r.Host); h == host || IsWildcard(h) && HostsConflict(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func validatePathPrefixes(prefixes []v1.HTTPPath, fld *field.Path) field.ErrorList {
 	if len(prefixes) == 0 {
 		return field.ErrorList{field.Required(fld, "at least one path prefix, such as /cart/").WithOrigin(RuleDelegations)}
 	}
 	var errs field.ErrorList
 	for j, p := range prefixes {
 		// A prefix is a route path: the same alphabet and segments.
-		errs = append(errs, pathErrors(p, fld.Index(j)).WithOrigin(RuleDelegations)...)
+		errs = append(errs, pathErrors(string(p), fld.Index(j)).WithOrigin(RuleDelegations)...)
 		if slices.Contains(prefixes[:j], p) {
 			errs = append(errs, field.Duplicate(fld.Index(j), p).WithOrigin(RuleDelegations))
 		}
@@ -68,12 +76,12 @@ func Lends(d *v1.HostDelegation, r *v1.Route) bool {
 	if d.Host != r.Host {
 		return false
 	}
-	path, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	path, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		return false
 	}
 	for _, p := range d.PathPrefixes {
-		prefix, err := routepath.MatchPath(p, true)
+		prefix, err := routepath.MatchPath(string(p), true)
 		if err != nil {
 			continue
 		}

@@ -68,11 +68,12 @@ var (
 // configuration, so the renderer calls this too.
 func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateHost(r.Host, routeHost)...)
-	errs = append(errs, validatePath(r.Path, routePath)...)
+	errs = append(errs, validateHost(string(r.Host), routeHost)...)
+	errs = append(errs, validatePath(string(r.Path), routePath)...)
 	errs = append(errs, validatePathType(r.PathType, routePathType)...)
-	errs = append(errs, validateBackendName(r.BackendService.Name, routeBackendName)...)
+	errs = append(errs, validateBackendName(string(r.BackendService.Name), routeBackendName)...)
 	errs = append(errs, validateBackendPort(r.BackendService.Port, routeBackendPort)...)
+	errs = append(errs, validateTraffic(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
 		for _, e := range errs {
@@ -143,11 +144,11 @@ func RouteKey(scope string, r *v1.Route) (string, bool) {
 // normalised path, such as "Prefix api.example.com/users" (RouteKey without
 // the scope). It returns false when r's path has no normal form.
 func RouteMatch(r *v1.Route) (string, bool) {
-	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	p, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		return "", false
 	}
-	return string(r.PathType) + " " + r.Host + p, true
+	return string(r.PathType) + " " + string(r.Host) + p, true
 }
 
 // RouteScopes are the scopes in which gw's routes compete with other
@@ -263,9 +264,9 @@ func RouteString(r *v1.Route) string {
 // MatchString renders what a route matches as the Ingress controller sees
 // it: host, normalised path (see RouteKey) and pathType.
 func MatchString(r *v1.Route) string {
-	p, err := routepath.MatchPath(r.Path, r.PathType == v1.PathTypePrefix)
+	p, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {
-		p = r.Path
+		p = string(r.Path)
 	}
 	return fmt.Sprintf("%s%s (%s)", r.Host, p, r.PathType)
 }

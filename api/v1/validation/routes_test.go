@@ -45,7 +45,7 @@ func TestRouteKey(t *testing.T) {
 	}
 	key := func(t *testing.T, r classRoute) string {
 		scope := RouteScopes(&v1.APIGateway{Spec: v1.APIGatewaySpec{IngressClassName: r.class}})[0]
-		k, ok := RouteKey(scope, &v1.Route{Host: r.host, Path: r.path, PathType: v1.PathType(r.pt)})
+		k, ok := RouteKey(scope, &v1.Route{Host: v1.Hostname(r.host), Path: v1.HTTPPath(r.path), PathType: v1.PathType(r.pt)})
 		require.True(t, ok, "%+v has a key", r)
 		return k
 	}
@@ -64,7 +64,7 @@ func TestRouteKey(t *testing.T) {
 // the route conflicts with nothing.
 func TestRouteKeyOfAnInvalidPath(t *testing.T) {
 	for _, path := range []string{"/%zz", "/a%20b", "/a/%2e%2e/b"} {
-		_, ok := RouteKey("default", &v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix})
+		_, ok := RouteKey("default", &v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix})
 		assert.False(t, ok, path)
 	}
 }

@@ -27,6 +27,25 @@ const (
 	RuleBackendName = "routes.backendService.name"
 	// RuleBackendPort: a route's backend port is from 1 to 65535.
 	RuleBackendPort = "routes.backendService.port"
+	// RuleAdditionalBackends: a route's additionalBackends are at most 7
+	// Service ports, each a valid name and port listed once (with
+	// backendService), of weights from 0 to 100 adding up to at most 100.
+	RuleAdditionalBackends = "routes.additionalBackends"
+	// RuleTimeouts: a route's connectSeconds is from 1 to 75 and its
+	// readSeconds from 1 to 3600.
+	RuleTimeouts = "routes.timeouts"
+	// RuleRewritePrefix: a route's rewritePrefix is a valid path without
+	// percent-encoded bytes, on a Prefix route.
+	RuleRewritePrefix = "routes.rewritePrefix"
+	// RuleHeaders: a route's request and response header changes name at
+	// most 16 headers per list, each a valid name, not reserved, once per
+	// modifier, with printable values of at most 1024 characters.
+	RuleHeaders = "routes.headers"
+	// RuleMaxBodySize: a route's maxBodySize is a size in nginx's notation.
+	RuleMaxBodySize = "routes.maxBodySize"
+	// RuleRateLimit: a route's rateLimit allows 1 to 10000 requests per
+	// second, with a burst of 0 to 10000.
+	RuleRateLimit = "routes.rateLimit"
 	// RuleDuplicateRoute: no two routes of a gateway share host,
 	// normalised path and pathType (RouteKey).
 	RuleDuplicateRoute = "routes.duplicate"
@@ -51,8 +70,9 @@ const (
 	// well-formed Gateway references, each once; references to one
 	// Gateway all name a listener.
 	RuleParentRefs = "exposure.httpRoute.parentRefs"
-	// RuleDelegations: spec.delegations lists at most 32 delegations, each
-	// of a route host of the gateway, to another namespace, of 1 to 16
-	// distinct valid path prefixes.
+	// RuleDelegations: spec.delegations lists at most 16 delegations, each
+	// of a route host of the gateway (or a name its wildcard host
+	// matches), to another namespace, of 1 to 8 distinct valid path
+	// prefixes.
 	RuleDelegations = "delegations"
 )

@@ -17,8 +17,8 @@ import (
 func validateTLS(tls []v1.GatewayTLS, routes []v1.Route, fld *field.Path) field.ErrorList {
 	routeHosts := make([]string, 0, len(routes))
 	for _, r := range routes {
-		if !slices.Contains(routeHosts, r.Host) {
-			routeHosts = append(routeHosts, r.Host)
+		if !slices.Contains(routeHosts, string(r.Host)) {
+			routeHosts = append(routeHosts, string(r.Host))
 		}
 	}
 	var errs field.ErrorList

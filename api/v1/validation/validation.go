@@ -44,7 +44,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	if old == nil {
 		errs = append(errs, ValidateName(gw.Name, gw.GenerateName, field.NewPath("metadata", "name"))...)
 	}
-	errs = append(errs, ValidateImage(gw.Spec.Image, spec.Child("image"))...)
+	errs = append(errs, ValidateImage(string(gw.Spec.Image), spec.Child("image"))...)
 	errs = append(errs, validateReplicas(gw.Spec.Replicas, spec.Child("replicas"))...)
 	errs = append(errs, validateRoutes(gw.Spec.Routes, spec.Child("routes"))...)
 	errs = append(errs, validateTLS(gw.Spec.TLS, gw.Spec.Routes, spec.Child("tls"))...)

@@ -47,7 +47,7 @@ func TestValidate(t *testing.T) {
 			gw.Spec.Routes[0].Path, gw.Spec.Routes[1].Path = "/100%25", "/100%2525"
 		}},
 		"replicas 0":          {mutate: func(gw *v1.APIGateway) { gw.Spec.Replicas = ptr.To[int32](0) }},
-		"digest-pinned image": {mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "nginx@sha256:" + strings.Repeat("a", 64) }},
+		"digest-pinned image": {mutate: func(gw *v1.APIGateway) { gw.Spec.Image = v1.Image("nginx@sha256:" + strings.Repeat("a", 64)) }},
 
 		"image missing": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = "" },
@@ -58,7 +58,7 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.image", invalid, "must not contain whitespace or control characters", RuleImage}},
 		},
 		"image too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = strings.Repeat("a", 1025) },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Image = v1.Image(strings.Repeat("a", 1025)) },
 			want:   []wantErr{{"spec.image", field.ErrorTypeTooLong, "may not be more than 1024 bytes", RuleImage}},
 		},
 		"replicas missing": {
@@ -130,7 +130,7 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a DNS name, not an IP address", RuleHost}},
 		},
 		"host too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a.", 127) + "aa" },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = v1.Hostname(strings.Repeat("a.", 127) + "aa") },
 			want:   []wantErr{{"spec.routes[1].host", field.ErrorTypeTooLong, "may not be more than 253 bytes", RuleHost}},
 		},
 		"wildcard over a top-level domain": {
@@ -156,7 +156,7 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name", RuleHost}},
 		},
 		"host label too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = strings.Repeat("a", 64) + ".com" },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = v1.Hostname(strings.Repeat("a", 64) + ".com") },
 			want:   []wantErr{{"spec.routes[1].host", invalid, "must be a lower-case DNS name", RuleHost}},
 		},
 		"path missing": {
@@ -224,7 +224,7 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.routes[1].path", invalid, "(%0D)", RulePath}},
 		},
 		"path too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = "/" + strings.Repeat("a", 1024) },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Path = v1.HTTPPath("/" + strings.Repeat("a", 1024)) },
 			want:   []wantErr{{"spec.routes[1].path", field.ErrorTypeTooLong, "may not be more than 1024 bytes", RulePath}},
 		},
 		"pathType missing": {
@@ -252,7 +252,7 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.routes[1].backendService.name", invalid, "must be a DNS-1035 label", RuleBackendName}},
 		},
 		"backend name too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = strings.Repeat("a", 64) },
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = v1.ServiceName(strings.Repeat("a", 64)) },
 			want:   []wantErr{{"spec.routes[1].backendService.name", field.ErrorTypeTooLong, "may not be more than 63 bytes", RuleBackendName}},
 		},
 		"backend port 0": {
@@ -309,6 +309,37 @@ func TestValidate(t *testing.T) {
 		"tls secretName upper case": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].SecretName = "Api-Tls" },
 			want:   []wantErr{{"spec.tls[0].secretName", invalid, `did you mean "api-tls"?`, RuleTLSSecretName}},
+		},
+		"a delegation of a route host": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Delegations = []v1.HostDelegation{{Host: "api.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/cart/"}}}
+		}},
+		"a delegation of a name under a wildcard route host": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].Host, gw.Spec.TLS = "*.example.com", nil
+			gw.Spec.Delegations = []v1.HostDelegation{{Host: "shop.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
+		}},
+		"a delegation of a name two labels under a wildcard": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Host, gw.Spec.TLS = "*.example.com", nil
+				gw.Spec.Delegations = []v1.HostDelegation{{Host: "a.shop.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
+			},
+			want: []wantErr{{"spec.delegations[0].host", invalid, "or a name its wildcard host matches", RuleDelegations}},
+		},
+		"a delegation of a host the gateway does not route": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Delegations = []v1.HostDelegation{{Host: "www.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
+			},
+			want: []wantErr{{"spec.delegations[0].host", invalid, "a namespace can lend only hosts it routes", RuleDelegations}},
+		},
+		"a delegation to the gateway's own namespace, with a bad prefix twice": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Delegations = []v1.HostDelegation{{Host: "api.example.com", Namespace: "default", PathPrefixes: []v1.HTTPPath{"/a/../b", "/a/../b"}}}
+			},
+			want: []wantErr{
+				{"spec.delegations[0].namespace", invalid, "the gateway's own namespace", RuleDelegations},
+				{"spec.delegations[0].pathPrefixes[0]", invalid, "", RuleDelegations},
+				{"spec.delegations[0].pathPrefixes[1]", invalid, "", RuleDelegations},
+				{"spec.delegations[0].pathPrefixes[1]", duplicate, "", RuleDelegations},
+			},
 		},
 		"every problem at once, in field order": {
 			mutate: func(gw *v1.APIGateway) {

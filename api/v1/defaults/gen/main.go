@@ -1,8 +1,10 @@
 // Command gen writes what package defaults generates from its Table: the
-// defaults MutatingAdmissionPolicy (manifests/policy/defaults.yaml) and the
+// defaults MutatingAdmissionPolicy (manifests/policy/defaults.yaml), the
 // mutating webhook's matchConditions, into the webhook configuration
-// controller-gen wrote (manifests/webhook/manifests.yaml). `make manifests`
-// runs it after controller-gen; `make verify` fails when either is stale.
+// controller-gen wrote (manifests/webhook/manifests.yaml), and the v1
+// schema's defaults (the Table's literal rows), into the CRD controller-gen
+// wrote. `make manifests` runs it after controller-gen; `make verify`
+// fails when any is stale.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -48,7 +51,69 @@ func run(root string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return os.WriteFile(path, out, 0o644)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return err
+	}
+	return editYAML(filepath.Join(root, "manifests", "crd", "bases", "example.com_apigateways.yaml"), withSchemaDefaults)
+}
+
+// editYAML rewrites the YAML file at path through edit.
+func editYAML(path string, edit func(map[string]any) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := edit(obj); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	// controller-gen starts its documents with "---".
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// withSchemaDefaults sets the default of each of defaults.SchemaDefaults
+// in the CRD's v1 schema.
+func withSchemaDefaults(crd map[string]any) error {
+	versions, _ := dig(crd, "spec", "versions").([]any)
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		if version["name"] != "v1" {
+			continue
+		}
+		spec, _ := dig(version, "schema", "openAPIV3Schema", "properties", "spec").(map[string]any)
+		for _, d := range defaults.SchemaDefaults() {
+			node := spec
+			for _, list := range d.Lists {
+				node, _ = dig(node, "properties", list, "items").(map[string]any)
+			}
+			field, ok := dig(node, "properties", d.Field).(map[string]any)
+			if !ok {
+				return fmt.Errorf("the v1 schema has no spec.%s", strings.Join(append(slices.Clone(d.Lists), d.Field), "[]."))
+			}
+			field["default"] = d.Value
+		}
+		return nil
+	}
+	return fmt.Errorf("no version v1")
+}
+
+// dig is the value at keys under obj, nil if there is none.
+func dig(obj any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := obj.(map[string]any)
+		if !ok {
+			return nil
+		}
+		obj = m[k]
+	}
+	return obj
 }
 
 // mutatingWebhook is the webhook the matchCondition is for (the marker in

@@ -36,7 +36,7 @@ func ValidGateway() *v1.APIGateway {
 
 // Route is a Prefix route on api.example.com.
 func Route(path, svc string, port int32) v1.Route {
-	return v1.Route{Host: "api.example.com", Path: path, PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: svc, Port: port}}
+	return v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
 }
 
 // GatewayWith returns ValidGateway changed by mutate.
@@ -82,7 +82,7 @@ func CheckErrors[W ~struct {
 // the first namespace to route a host owns it.
 func OnHost(gw *v1.APIGateway, host string) {
 	for i := range gw.Spec.Routes {
-		gw.Spec.Routes[i].Host = host
+		gw.Spec.Routes[i].Host = v1.Hostname(host)
 	}
 	for i := range gw.Spec.TLS {
 		for j := range gw.Spec.TLS[i].Hosts {

@@ -1,0 +1,220 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// The bounds of a route's traffic settings, which the v1 schema also
+// enforces (markers in api/v1/traffic_types.go): the renderer writes these
+// values into nginx.conf, and v1-only fields can reach a v1 object from a
+// v1alpha1 write's annotation, which no v1 schema checked.
+const (
+	maxAdditionalBackends = 7
+	maxWeightPercent      = 100
+	maxConnectSeconds     = 75
+	maxReadSeconds        = 3600
+	maxHeaders            = 16
+	maxHeaderNameLength   = 64
+	maxHeaderValueLength  = 1024
+	maxRequestsPerSecond  = 10000
+	maxBurst              = 10000
+)
+
+var (
+	// headerName is HTTPHeaderName's pattern: a strict subset of RFC
+	// 9110's token, without the characters nginx reads in a directive
+	// ('$' starts a variable).
+	headerName = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9]*$`)
+	// headerValue is HTTPHeaderValue's pattern: printable ASCII and inner
+	// spaces, without '"', '\' and '$', the characters a quoted nginx
+	// string would read as its end, an escape or a variable.
+	headerValue = regexp.MustCompile(`^([!#%-\[\]-~]([ !#%-\[\]-~]*[!#%-\[\]-~])?)?$`)
+	// bodySize is maxBodySize's pattern, nginx's size notation.
+	bodySize = regexp.MustCompile(`^(0|[1-9][0-9]{0,3}[kmg]?)$`)
+)
+
+// reservedHeaders are the headers a route may not change: those the
+// gateway sets itself (Host, the client's address), the body's framing,
+// and hop-by-hop headers, which belong to one connection.
+var reservedHeaders = map[string]bool{
+	"host": true, "x-forwarded-for": true, "x-real-ip": true, "content-length": true,
+	"connection": true, "keep-alive": true, "proxy-connection": true, "te": true,
+	"trailer": true, "transfer-encoding": true, "upgrade": true,
+}
+
+// validateTraffic checks r's traffic settings, each at its field under
+// the route (ValidateRoute puts the route's path in front).
+func validateTraffic(r *v1.Route) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateAdditionalBackends(r, field.NewPath("additionalBackends"))...)
+	errs = append(errs, validateTimeouts(r.Timeouts, field.NewPath("timeouts"))...)
+	errs = append(errs, validateRewritePrefix(r, field.NewPath("rewritePrefix"))...)
+	errs = append(errs, validateHeaders(r.RequestHeaders, field.NewPath("requestHeaders"))...)
+	errs = append(errs, validateHeaders(r.ResponseHeaders, field.NewPath("responseHeaders"))...)
+	if r.MaxBodySize != "" && !bodySize.MatchString(r.MaxBodySize) {
+		errs = append(errs, field.Invalid(field.NewPath("maxBodySize"), r.MaxBodySize,
+			"must be a size in nginx's notation: up to 4 digits, optionally followed by k, m or g, such as 10m; 0 accepts any size").WithOrigin(RuleMaxBodySize))
+	}
+	errs = append(errs, validateRateLimit(r.RateLimit, field.NewPath("rateLimit"))...)
+	return errs
+}
+
+func validateAdditionalBackends(r *v1.Route, fld *field.Path) field.ErrorList {
+	backends := r.AdditionalBackends
+	if len(backends) > maxAdditionalBackends {
+		return field.ErrorList{field.TooMany(fld, len(backends), maxAdditionalBackends).WithOrigin(RuleAdditionalBackends)}
+	}
+	var errs field.ErrorList
+	total := int32(0)
+	seen := map[v1.BackendService]int{r.BackendService: -1}
+	for i, b := range backends {
+		bfld := fld.Index(i)
+		errs = append(errs, validateBackendName(string(b.Name), bfld.Child("name")).WithOrigin(RuleAdditionalBackends)...)
+		errs = append(errs, validateBackendPort(b.Port, bfld.Child("port")).WithOrigin(RuleAdditionalBackends)...)
+		if b.Weight < 0 || b.Weight > maxWeightPercent {
+			errs = append(errs, field.Invalid(bfld.Child("weight"), b.Weight, "must be a percentage from 0 to 100").WithOrigin(RuleAdditionalBackends))
+		} else {
+			total += b.Weight
+		}
+		key := v1.BackendService{Name: b.Name, Port: b.Port}
+		if j, dup := seen[key]; dup {
+			other := "backendService"
+			if j >= 0 {
+				other = fmt.Sprintf("additionalBackends[%d]", j)
+			}
+			errs = append(errs, field.Duplicate(bfld, fmt.Sprintf("%s:%d", b.Name, b.Port)).WithOrigin(RuleAdditionalBackends))
+			errs[len(errs)-1].Detail = "the same Service port as " + other + "; give it one entry with the sum of the weights"
+			continue
+		}
+		seen[key] = i
+	}
+	if total > maxWeightPercent {
+		errs = append(errs, field.Invalid(fld, total,
+			"the weights add up to more than 100 (percent): backendService receives what they leave, so they may take at most all of it").WithOrigin(RuleAdditionalBackends))
+	}
+	return errs
+}
+
+func validateTimeouts(t *v1.RouteTimeouts, fld *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if s := t.ConnectSeconds; s != nil && (*s < 1 || *s > maxConnectSeconds) {
+		errs = append(errs, field.Invalid(fld.Child("connectSeconds"), *s, "must be from 1 to 75 seconds").WithOrigin(RuleTimeouts))
+	}
+	if s := t.ReadSeconds; s != nil && (*s < 1 || *s > maxReadSeconds) {
+		errs = append(errs, field.Invalid(fld.Child("readSeconds"), *s, "must be from 1 to 3600 seconds").WithOrigin(RuleTimeouts))
+	}
+	return errs
+}
+
+func validateRewritePrefix(r *v1.Route, fld *field.Path) field.ErrorList {
+	p := string(r.RewritePrefix)
+	if p == "" {
+		return nil
+	}
+	errs := pathErrors(p, fld).WithOrigin(RuleRewritePrefix)
+	if strings.Contains(p, "%") {
+		errs = append(errs, field.Invalid(fld, p,
+			"must not hold percent-encoded bytes: the backend receives the prefix as written").WithOrigin(RuleRewritePrefix))
+	}
+	if r.PathType != v1.PathTypePrefix {
+		errs = append(errs, field.Invalid(fld, p,
+			"rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none").WithOrigin(RuleRewritePrefix))
+	}
+	return errs
+}
+
+// validateHeaders checks a header modifier: names and values as the
+// schema's patterns say, no reserved header, and each name once across
+// its three lists, compared without case (HTTP's rule).
+func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	first := map[string]*field.Path{}
+	name := func(n string, nfld *field.Path) {
+		errs = append(errs, validateHeaderName(n, nfld)...)
+		key := strings.ToLower(n)
+		if prev, dup := first[key]; dup {
+			errs = append(errs, field.Duplicate(nfld, n).WithOrigin(RuleHeaders))
+			errs[len(errs)-1].Detail = "already named by " + prev.String() + " (header names compare without case)"
+			return
+		}
+		first[key] = nfld
+	}
+	for _, list := range []struct {
+		child   string
+		headers []v1.HTTPHeader
+	}{{"set", m.Set}, {"add", m.Add}} {
+		lfld := fld.Child(list.child)
+		if len(list.headers) > maxHeaders {
+			errs = append(errs, field.TooMany(lfld, len(list.headers), maxHeaders).WithOrigin(RuleHeaders))
+			continue
+		}
+		for i, h := range list.headers {
+			name(string(h.Name), lfld.Index(i).Child("name"))
+			errs = append(errs, validateHeaderValue(string(h.Value), lfld.Index(i).Child("value"))...)
+		}
+	}
+	rfld := fld.Child("remove")
+	if len(m.Remove) > maxHeaders {
+		return append(errs, field.TooMany(rfld, len(m.Remove), maxHeaders).WithOrigin(RuleHeaders))
+	}
+	for i, n := range m.Remove {
+		name(string(n), rfld.Index(i))
+	}
+	return errs
+}
+
+func validateHeaderName(n string, fld *field.Path) field.ErrorList {
+	var err *field.Error
+	switch {
+	case n == "":
+		err = field.Required(fld, "a header name such as X-Team")
+	case len(n) > maxHeaderNameLength:
+		err = field.TooLong(fld, n, maxHeaderNameLength)
+	case !headerName.MatchString(n):
+		err = field.Invalid(fld, n, "must hold only letters, digits and '-', starting with a letter or digit, such as X-Team")
+	case reservedHeaders[strings.ToLower(n)]:
+		err = field.Invalid(fld, n, "is a header the gateway sets itself or a hop-by-hop header, which a route may not change")
+	default:
+		return nil
+	}
+	return field.ErrorList{err.WithOrigin(RuleHeaders)}
+}
+
+func validateHeaderValue(v string, fld *field.Path) field.ErrorList {
+	var err *field.Error
+	switch {
+	case len(v) > maxHeaderValueLength:
+		err = field.TooLong(fld, "", maxHeaderValueLength)
+	case !headerValue.MatchString(v):
+		err = field.Invalid(fld, v, `must be printable ASCII, without '"', '\' or '$', and not start or end with a space`)
+	default:
+		return nil
+	}
+	return field.ErrorList{err.WithOrigin(RuleHeaders)}
+}
+
+func validateRateLimit(l *v1.RateLimit, fld *field.Path) field.ErrorList {
+	if l == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if l.RequestsPerSecond < 1 || l.RequestsPerSecond > maxRequestsPerSecond {
+		errs = append(errs, field.Invalid(fld.Child("requestsPerSecond"), l.RequestsPerSecond, "must be from 1 to 10000").WithOrigin(RuleRateLimit))
+	}
+	if l.Burst < 0 || l.Burst > maxBurst {
+		errs = append(errs, field.Invalid(fld.Child("burst"), l.Burst, "must be from 0 to 10000").WithOrigin(RuleRateLimit))
+	}
+	return errs
+}
