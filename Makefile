@@ -27,11 +27,20 @@ K8S_ASSETS := $(BIN)/k8s
 K8S_KEY    := $(shell cat hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh | sha256sum | cut -c1-16)
 K8S_STAMP  := $(K8S_ASSETS)/.built-$(K8S_KEY)
 
-# What envtest needs to find and start the control plane. A loaded 2-core
-# machine can take well over envtest's default 20 s to start it.
+# Traefik, the Gateway API implementation test/gatewayapi routes requests
+# through, built from hack/traefik (its version is pinned there); the stamp
+# is keyed on that module's files, as the control plane's is.
+TRAEFIK       := $(BIN)/traefik
+TRAEFIK_KEY   := $(shell cat hack/traefik/go.mod hack/traefik/go.sum hack/traefik/build.sh hack/traefik/ext/* | sha256sum | cut -c1-16)
+TRAEFIK_STAMP := $(BIN)/.traefik-built-$(TRAEFIK_KEY)
+
+# What envtest needs to find and start the control plane (a loaded 2-core
+# machine can take well over envtest's default 20 s to start it), and where
+# test/gatewayapi finds Traefik.
 TEST_ENV := KUBEBUILDER_ASSETS=$(K8S_ASSETS) \
 	KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-60s} \
-	KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:-60s}
+	KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:-60s} \
+	TRAEFIK=$(TRAEFIK)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 # Every `make test` fuzzes each target a little; raise it for a longer hunt.
@@ -95,7 +104,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx netns promtool helm ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
+test: verify k8s nginx netns promtool helm traefik ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -118,6 +127,14 @@ promtool: $(PROMTOOL) ## Build the pinned promtool into ./bin, for the alert tes
 
 .PHONY: helm
 helm: $(HELM) ## Build the pinned helm into ./bin, for the chart's tests in charts/.
+
+.PHONY: traefik
+traefik: $(TRAEFIK_STAMP) ## Build Traefik into ./bin (once per hack/traefik version), for the Gateway API tests in test/gatewayapi.
+
+$(TRAEFIK_STAMP): hack/traefik/go.mod hack/traefik/go.sum hack/traefik/build.sh $(wildcard hack/traefik/ext/*)
+	rm -f $(BIN)/.traefik-built-*
+	hack/traefik/build.sh $(TRAEFIK)
+	touch $@
 
 .PHONY: nginx
 nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op when present).

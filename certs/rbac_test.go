@@ -22,6 +22,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/apigateway-operator/controller"
 )
 
 // The operator's identity in a cluster: the ServiceAccount manifests/rbac
@@ -143,8 +145,10 @@ func TestRBACNamesTheFlagDefaults(t *testing.T) {
 		"secrets":                         {o.SecretName},
 		"mutatingwebhookconfigurations":   webhookConfigs,
 		"validatingwebhookconfigurations": webhookConfigs,
-		"customresourcedefinitions":       {o.CRD},
-		"certificates":                    {certName},
+		// The reconciler reads one more CRD, by name too: Gateway API's
+		// HTTPRoute CRD, which says whether HTTPRoutes are served.
+		"customresourcedefinitions": {o.CRD, controller.HTTPRouteCRD},
+		"certificates":              {certName},
 	}
 	namespaced := map[string]string{"secrets": o.SecretNamespace, "certificates": certNS}
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,10 +37,13 @@ import (
 // last-applied configuration, which copies the whole object. Nothing else
 // the operator caches has its managed fields read either.
 //
-// gatewayAPI (Options.GatewayAPI) adds the HTTPRoutes: the cache refuses
-// to start with a kind the API server does not serve.
-func CacheOptions(gatewayAPI bool) cache.Options {
-	opts := cache.Options{
+// The HTTPRoutes are not here: the cluster may gain or lose them while the
+// operator runs, so they have a cache of their own while it serves them
+// (httpRouteWatch), with the same selector and transform. Of Gateway API,
+// this cache holds only the HTTPRoute CRD, which says whether it is served
+// (GatewayAPI).
+func CacheOptions() cache.Options {
+	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&v1.APIGateway{}:        {Transform: slimGateway},
@@ -50,13 +54,10 @@ func CacheOptions(gatewayAPI bool) cache.Options {
 			// The gateway Services' EndpointSlices, which carry the
 			// Services' labels: which pods to ask what they serve
 			// (podReports).
-			&discoveryv1.EndpointSlice{}: {Label: managedSelector(), Transform: slimEndpointSlice},
+			&discoveryv1.EndpointSlice{}:                {Label: managedSelector(), Transform: slimEndpointSlice},
+			&apiextensionsv1.CustomResourceDefinition{}: crdCache(),
 		},
 	}
-	if gatewayAPI {
-		opts.ByObject[&gatewayv1.HTTPRoute{}] = cachedChildren(httpRouteChild)
-	}
-	return opts
 }
 
 // cachedChildren caches the labelled objects of k's kind, transformed.

@@ -161,7 +161,7 @@ spec:
 	require.NotEmpty(t, gw.Annotations[corev1.LastAppliedConfigAnnotation])
 	setDeploymentStatus(t, gw, 1)
 
-	opts := CacheOptions(false)
+	opts := CacheOptions()
 	opts.Scheme = env.Scheme
 	c, err := cache.New(env.Config, opts)
 	require.NoError(t, err)

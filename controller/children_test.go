@@ -31,17 +31,17 @@ func TestReconcilerWritesChildren(t *testing.T) {
 	gateways := testGateways()
 	gateways["refused"] = refused
 	options := map[string]Options{
-		"defaults": {DefaultImage: testImage, ReloaderImage: testReloaderImage, GatewayAPI: true},
+		"defaults": {DefaultImage: testImage, ReloaderImage: testReloaderImage},
 		"resolvers and cluster domain": {
 			DefaultImage: "registry.example.com/nginx:1", ReloaderImage: testReloaderImage, Resolvers: []string{"10.96.0.10", "[fd00::a]:5353"}, ClusterDomain: "corp.internal",
-			GatewayAPI: true,
 		},
 	}
 	for gwName, gw := range gateways {
 		for optName, opts := range options {
 			t.Run(gwName+"/"+optName, func(t *testing.T) {
 				c, written := recordingClient(t, gw)
-				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts, gateways: heldBy()}
+				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts, gateways: heldBy(),
+					httpRoutes: routesThrough(c)}
 				_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 
 				stored := &v1.APIGateway{}

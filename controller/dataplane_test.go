@@ -2,9 +2,7 @@ package controller
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,39 +12,6 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
-
-// echoReply is what every test backend answers: its Service name and the
-// request as it reached it (the raw request URI, and its path decoded).
-type echoReply struct {
-	Service    string `json:"service"`
-	RequestURI string `json:"requestURI"`
-	Path       string `json:"path"`
-	Host       string `json:"host"`
-	// ForwardedFor and RealIP are the X-Forwarded-For and X-Real-IP
-	// headers the backend received.
-	ForwardedFor string `json:"forwardedFor,omitempty"`
-	RealIP       string `json:"realIP,omitempty"`
-}
-
-// startEchoBackends starts one HTTP server on 127.0.0.1 per Service name
-// and returns each one's port, which is the route's backendService.port:
-// the test DNS resolves every Service to 127.0.0.1, so nginx reaches
-// Service s at 127.0.0.1:ports[s].
-func startEchoBackends(t *testing.T, services ...string) map[string]int32 {
-	t.Helper()
-	ports := map[string]int32{}
-	for _, name := range services {
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(echoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
-				ForwardedFor: strings.Join(r.Header.Values("X-Forwarded-For"), ", "), RealIP: r.Header.Get("X-Real-IP")})
-		}))
-		srv.Start()
-		t.Cleanup(srv.Close)
-		ports[name] = int32(srv.Listener.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
 
 // longHost is a host of 253 characters, the longest admission admits.
 var longHost = strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 49) + ".example.com"

@@ -16,7 +16,7 @@ import (
 // errGatewayAPIMissing is the failure of a gateway that asks for
 // HTTPRoutes on a cluster that has none.
 var errGatewayAPIMissing = errors.New("the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes: " +
-	"install Gateway API's CRDs and restart the operator, or set spec.exposure.type to Ingress")
+	"install Gateway API's CRDs (the operator picks them up, no restart needed), or set spec.exposure.type to Ingress")
 
 // The parent conditions the Exposed condition reflects, in the order
 // checked: a Gateway first accepts a route, then resolves its backends.

@@ -364,33 +364,6 @@ func TestSwitchingExposure(t *testing.T) {
 	assert.Nil(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed), "an Ingress gateway has no Exposed condition")
 }
 
-// TestGatewayAPIMissingIsReported: an operator that found no Gateway API
-// when it started (here told so, on a cluster that has it; test/e2e runs
-// one without) says so on every gateway that wants HTTPRoutes, and creates
-// none, while a gateway exposed through an Ingress is served as ever.
-func TestGatewayAPIMissingIsReported(t *testing.T) {
-	startOperator(t, func(o *Options) { o.GatewayAPI = false })
-	ns := newNamespace(t, "no-gateway-api")
-	wants := createHTTPRouteGateway(t, ns, "wants", []v1.ParentGatewayReference{{Name: "public"}},
-		route("wants.example.com", "/", v1.PathTypePrefix, "web", 80))
-	ingress := createGateway(t, competitor(ns, "ingress", route("ingress.example.com", "/", v1.PathTypePrefix, "web", 80)))
-
-	cur := waitCondition(t, wants, v1.ConditionReady, "False", v1.ReasonGatewayAPIMissing)
-	waitCondition(t, wants, v1.ConditionDegraded, "True", v1.ReasonGatewayAPIMissing)
-	c := meta.FindStatusCondition(waitCondition(t, wants, v1.ConditionExposed, "False", v1.ReasonGatewayAPIMissing).Status.Conditions, v1.ConditionExposed)
-	assert.Contains(t, c.Message, "install Gateway API's CRDs and restart the operator")
-	assert.Equal(t, cur.Generation, cur.Status.ObservedGeneration)
-	routes, err := httpRoutesOf(context.Background(), wants)
-	require.NoError(t, err)
-	assert.Empty(t, routes)
-	assertNoIngress(t, wants)
-
-	cur, ch := settled(t, ingress)
-	assertControlledBy(t, &ch.ing, ingress)
-	assert.Nil(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionExposed))
-	waitCondition(t, ingress, v1.ConditionDegraded, "False", ReasonChildrenApplied)
-}
-
 // TestHTTPRouteConflictsArePerParentGateway: two gateways of a namespace
 // attached to one Gateway with a route in common (admitted while the
 // webhook was down): the first to claim it serves it, the other reports

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -191,19 +189,6 @@ func TestRenderConfigRefusesHostileStrings(t *testing.T) {
 	})
 }
 
-// nginxBinary finds Debian's nginx; a missing one fails the test, since
-// without it nothing checks that nginx accepts what the operator renders.
-func nginxBinary(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	t.Fatal("nginx not found: run `make nginx` (hack/install-nginx.sh installs Debian's nginx) and test again")
-	return ""
-}
-
 // envsubstResolver does what the image's entrypoint does to the template,
 // with a fixed resolver address instead of the pod's cluster DNS.
 func envsubstResolver(config, resolver string) string {
@@ -218,51 +203,6 @@ func nginxTest(t *testing.T, nginx, config string) (string, error) {
 	mainPath := writeNginxPrefix(t, prefix, "", config)
 	out, err := exec.Command(nginx, nginxArgs(prefix, mainPath, "-t")...).CombinedOutput()
 	return string(out), err
-}
-
-// welcomePage stands in for the images' /usr/share/nginx/html/index.html.
-const welcomePage = "<h1>Welcome to nginx!</h1>\n"
-
-// writeNginxPrefix writes config as conf.d/gateway.conf under prefix and a
-// main configuration that includes it inside http {}, as the images'
-// nginx.conf includes /etc/nginx/conf.d/*.conf (which sets no
-// server_names_hash_* directive, so the rendered file may). main holds
-// extra main-context directives. It returns the main file's path.
-func writeNginxPrefix(t *testing.T, prefix, main, config string) string {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Join(prefix, "conf.d"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(prefix, "conf.d", "gateway.conf"), []byte(config), 0o644))
-	// nginx's default document root, PREFIX/html, holds the page the
-	// images ship, so a request that falls through to it shows.
-	require.NoError(t, os.MkdirAll(filepath.Join(prefix, "html"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(prefix, "html", "index.html"), []byte(welcomePage), 0o644))
-	conf := main + `
-events {}
-http {
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    keepalive_timeout 65;
-    client_body_temp_path PREFIX/client_body;
-    proxy_temp_path PREFIX/proxy;
-    fastcgi_temp_path PREFIX/fastcgi;
-    uwsgi_temp_path PREFIX/uwsgi;
-    scgi_temp_path PREFIX/scgi;
-    include PREFIX/conf.d/*.conf;
-}
-`
-	mainPath := filepath.Join(prefix, "nginx.conf")
-	require.NoError(t, os.WriteFile(mainPath, []byte(strings.ReplaceAll(conf, "PREFIX", prefix)), 0o644))
-	return mainPath
-}
-
-// nginxArgs are nginx's arguments for the configuration at mainPath with
-// its pid file and error log inside prefix (-e: Debian's nginx would
-// otherwise log to stderr before it reads the configuration).
-func nginxArgs(prefix, mainPath string, extra ...string) []string {
-	args := []string{"-c", mainPath, "-p", prefix + "/", "-e", filepath.Join(prefix, "error.log"),
-		"-g", "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + ";"}
-	return append(args, extra...)
 }
 
 // maximalHost is a distinct host of 253 characters, the longest admission

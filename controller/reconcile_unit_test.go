@@ -158,7 +158,8 @@ func TestTransientFailureRetriedBesideInvalidRoutes(t *testing.T) {
 			},
 		}).
 		Build()
-	r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: Options{DefaultImage: testImage}, gateways: heldBy()}
+	r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: Options{DefaultImage: testImage}, gateways: heldBy(),
+		httpRoutes: routesThrough(nil)}
 
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 	require.Error(t, err)

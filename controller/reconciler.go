@@ -65,13 +65,10 @@ type Options struct {
 	ClusterDomain string
 	// TrustedProxies: see ChildOptions.
 	TrustedProxies []string
-	// GatewayAPI says the cluster serves gateway.networking.k8s.io/v1
-	// HTTPRoutes (ServesHTTPRoutes tells): the reconciler then watches and
-	// applies them, and CacheOptions caches them. Without it, a gateway
-	// with exposure type HTTPRoute reports GatewayAPIMissing and the
-	// operator never asks the API server about HTTPRoutes, which it could
-	// not cache.
-	GatewayAPI bool
+	// Namespaces, when set, are the only namespaces the manager's cache
+	// holds (namespaced mode); the HTTPRoute cache (httpRouteWatch) is
+	// restricted to them too.
+	Namespaces []string
 	// Policy says whether a host belongs to the namespace that claimed it
 	// first (ownership.Strict, the default when empty) or every namespace
 	// may route on every host (ownership.InterNamespaceAllowed).
@@ -98,6 +95,9 @@ type Reconciler struct {
 	// gateways finds the APIGateways, of any namespace, that have a
 	// route; the manager cache's route index.
 	gateways routeindex.Finder
+	// httpRoutes is the client of the operator's HTTPRoutes while the
+	// cluster serves them, nil while it does not (httpRouteWatch.client).
+	httpRoutes func(context.Context) (client.Client, error)
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -171,13 +171,14 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&networkingv1.Ingress{}).
 		// Pods that become ready or go: what they serve changes Live.
 		Watches(&discoveryv1.EndpointSlice{}, endpointSliceGateway)
-	if opts.GatewayAPI {
-		// Every change, status included: the parent Gateways' verdicts
-		// make the Exposed condition.
-		b = b.Owns(&gatewayv1.HTTPRoute{})
+	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
+	if err != nil {
+		return err
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(rec)
+	// HTTPRoutes are watched while the cluster serves them.
+	w, err := watchHTTPRoutes(mgr, c, opts.Namespaces)
+	r.httpRoutes = w.client
+	return err
 }
 
 type observingReconciler struct {
@@ -254,8 +255,8 @@ func reconcileResult(failures []failure, statusErr error, retry time.Duration) (
 		case ReasonChildNameTaken:
 			taken = true
 		case ReasonInvalidRoutes, v1.ReasonGatewayAPIMissing:
-			// Only a spec change, or a restart once Gateway API is
-			// installed, can help.
+			// Only a spec change can help, or Gateway API installed,
+			// which requeues the gateway (httpRouteWatch).
 			errs = append(errs, reconcile.TerminalError(err))
 		default:
 			errs = append(errs, err)
@@ -410,28 +411,33 @@ func (r *Reconciler) applyServiceAndExposure(ctx context.Context, gw *v1.APIGate
 // cluster there is nothing to delete, and a gateway that wants HTTPRoutes
 // fails with GatewayAPIMissing.
 func (r *Reconciler) applyHTTPRoutes(ctx context.Context, gw *v1.APIGateway, want Desired, note func(string, client.Object, action, error)) ([]*gatewayv1.HTTPRoute, *failure) {
-	if !r.opts.GatewayAPI {
+	hr, err := r.httpRoutes(ctx)
+	if err != nil {
+		return nil, &failure{kind: "HTTPRoute", name: gw.Name + "-*", reason: ReasonApplyFailed, err: err}
+	}
+	if hr == nil {
 		if !exposedByHTTPRoute(gw) {
 			return nil, nil
 		}
 		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, v1.ReasonGatewayAPIMissing, "Apply", "%v", errGatewayAPIMissing)
 		return nil, &failure{kind: "HTTPRoute", name: gw.Name + "-*", reason: v1.ReasonGatewayAPIMissing, err: errGatewayAPIMissing}
 	}
+	c := clients{cached: hr, live: r.clients.live}
 	var routes []*gatewayv1.HTTPRoute
 	keep := make(map[string]bool, len(want.HTTPRoutes))
 	for _, d := range want.HTTPRoutes {
 		key := client.ObjectKey{Namespace: gw.Namespace, Name: *d.Name}
 		keep[key.Name] = true
-		live, act, err := applyChild(ctx, r.clients, gw, httpRouteChild, key, d)
+		live, act, err := applyChild(ctx, c, gw, httpRouteChild, key, d)
 		note("HTTPRoute", httpRouteChild.stub(key), act, err)
 		if err == nil {
 			routes = append(routes, live)
 		}
 	}
-	// The cache holds only the operator's children (CacheOptions), so
-	// this lists the namespace's few labelled HTTPRoutes.
+	// The cache holds only the operator's HTTPRoutes (cachedChildren), so
+	// this lists the namespace's few labelled ones.
 	var all gatewayv1.HTTPRouteList
-	if err := r.clients.cached.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
+	if err := hr.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
 		return routes, &failure{kind: "HTTPRoute", name: gw.Name + "-*", reason: ReasonApplyFailed, err: fmt.Errorf("listing: %w", err)}
 	}
 	for i := range all.Items {
@@ -440,7 +446,7 @@ func (r *Reconciler) applyHTTPRoutes(ctx context.Context, gw *v1.APIGateway, wan
 			continue
 		}
 		key := client.ObjectKeyFromObject(old)
-		act, err := deleteChild(ctx, r.clients, gw, httpRouteChild, key)
+		act, err := deleteChild(ctx, c, gw, httpRouteChild, key)
 		note("HTTPRoute", httpRouteChild.stub(key), act, err)
 	}
 	return routes, nil
@@ -536,11 +542,15 @@ func (r *Reconciler) gatewaysOfClass(ctx context.Context, obj client.Object) []r
 // before this pass applies any: the parents that accepted them are where
 // gw routes.
 func (r *Reconciler) currentHTTPRoutes(ctx context.Context, gw *v1.APIGateway) []*gatewayv1.HTTPRoute {
-	if !r.opts.GatewayAPI || !exposedByHTTPRoute(gw) {
+	if !exposedByHTTPRoute(gw) {
+		return nil
+	}
+	hr, err := r.httpRoutes(ctx)
+	if err != nil || hr == nil {
 		return nil
 	}
 	var all gatewayv1.HTTPRouteList
-	if err := r.clients.cached.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
+	if err := hr.List(ctx, &all, client.InNamespace(gw.Namespace)); err != nil {
 		return nil
 	}
 	var out []*gatewayv1.HTTPRoute

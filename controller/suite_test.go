@@ -30,8 +30,8 @@ import (
 
 var env *testenv.Env
 
-// The cluster has Gateway API, so the operator applies HTTPRoutes; the
-// cluster without it is test/e2e's.
+// The cluster has Gateway API, so the operator applies HTTPRoutes; a
+// cluster that gains and loses it is test/gatewayapi's (and test/e2e's).
 func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{GatewayAPI: true}) }
 
 const (
@@ -62,12 +62,12 @@ func startOperator(t *testing.T, tune ...func(*Options)) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = "apigateway-operator-test"
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: op.writes} }
-	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, ReloaderImage: testReloaderImage, GatewayAPI: true}
+	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, ReloaderImage: testReloaderImage}
 	for _, f := range tune {
 		f(&ropts)
 	}
 	opts := env.ManagerOptions()
-	opts.Cache = CacheOptions(ropts.GatewayAPI)
+	opts.Cache = CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, setup(mgr, ropts, func(req ctrl.Request) {

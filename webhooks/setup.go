@@ -33,6 +33,9 @@ type Options struct {
 	// webhook server hold together (see package inflight): 0 for
 	// inflight.DefaultBytes(), else at least inflight.MinBytes.
 	MaxInflightBytes int64
+	// GatewayAPI, when set, lets the validating webhook warn about a
+	// gateway that asks for HTTPRoutes on a cluster without them.
+	GatewayAPI GatewayAPI
 	// Policy is --namespace-ownership: whether a host belongs to the
 	// namespace that claimed it first (ownership.Strict, the default when
 	// empty).
@@ -100,7 +103,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Policy: opts.Policy,
-			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services}},
+			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services, GatewayAPI: opts.GatewayAPI}},
 	}}), admissionCopies, inflight.Admission))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))
 	return nil

@@ -100,6 +100,9 @@ type Validator struct {
 	// Services knows the backend Services' ports; nil skips the port
 	// warning.
 	Services ServicePorter
+	// GatewayAPI tells whether HTTPRoutes are served; nil skips the
+	// warning about a gateway that asks for them (gatewayAPIWarnings).
+	GatewayAPI GatewayAPI
 }
 
 var _ admission.Validator[*v1.APIGateway] = &Validator{}
@@ -141,6 +144,7 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	// The warnings about the gateway alone are the API server's warnings
 	// policy's, operator up or down; admit.Validate's need other objects.
 	errs, warnings := admit.Validate(old, gw, related)
+	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
 		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == admit.RuleConflict || e.Origin == admit.RuleHostOwned }) {

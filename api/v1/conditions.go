@@ -46,7 +46,7 @@ const (
 	ReasonPending = "Pending"
 	// ReasonGatewayAPIMissing: the cluster does not serve
 	// gateway.networking.k8s.io/v1 HTTPRoutes; install Gateway API's
-	// CRDs, then restart the operator, which looks for them as it starts.
+	// CRDs: the operator watches for them and picks them up.
 	ReasonGatewayAPIMissing = "GatewayAPIMissing"
 )
 

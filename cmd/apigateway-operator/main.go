@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -69,6 +70,7 @@ func run(o *options) error {
 	utilruntime.Must(v1.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(gatewayv1.Install(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 
 	if faultClock != nil {
 		var err error
@@ -100,13 +102,6 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	if o.controller.GatewayAPI, err = controller.ServesHTTPRoutes(cfg); err != nil {
-		return err
-	}
-	if !o.controller.GatewayAPI {
-		ctrl.Log.Info("the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes: gateways with exposure type HTTPRoute " +
-			"report GatewayAPIMissing until Gateway API is installed and the operator restarted")
-	}
 	lock, err := o.leaseLock(cfg)
 	if err != nil {
 		return fmt.Errorf("the leader election lock: %w", err)
@@ -129,6 +124,9 @@ func run(o *options) error {
 	}
 	if err := serving.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the serving certificate: %w", err)
+	}
+	if o.webhooks.GatewayAPI, err = controller.NewGatewayAPI(mgr); err != nil {
+		return err
 	}
 	if err := webhooks.SetupWithManager(mgr, o.webhooks); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)

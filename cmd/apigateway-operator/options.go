@@ -136,6 +136,7 @@ func (o *options) complete() error {
 	if o.namespaces, err = parseNamespaces(o.watchNamespaces); err != nil {
 		return err
 	}
+	o.controller.Namespaces = o.namespaces
 	switch p := ownership.Policy(o.ownership); p {
 	case ownership.Strict, ownership.InterNamespaceAllowed:
 		o.controller.Policy, o.webhooks.Policy = p, p
@@ -303,11 +304,12 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 	if auth != nil {
 		webhookServer = auth.Server(webhookServer)
 	}
-	cacheOpts := controller.CacheOptions(o.controller.GatewayAPI)
+	cacheOpts := controller.CacheOptions()
 	if len(o.namespaces) > 0 {
 		// Namespaced objects (gateways, children, Services) of these
-		// namespaces only; cluster-scoped ones (Namespaces, IngressClasses)
-		// stay cluster-wide.
+		// namespaces only (the reconciler's HTTPRoute cache too, through
+		// o.controller.Namespaces); cluster-scoped ones (Namespaces,
+		// IngressClasses, the HTTPRoute CRD) stay cluster-wide.
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.namespaces {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}

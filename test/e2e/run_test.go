@@ -194,7 +194,10 @@ func (s *setup) applySeed(t *testing.T, r *run) {
 // assertGatewayAPIMissing: the cluster hack/run starts has no Gateway API
 // CRDs. The operator runs anyway (the seed got its children), and a
 // gateway that asks for HTTPRoutes is stored and says in `kubectl get agw`
-// that the API is missing, with no Ingress made in its place.
+// that the API is missing, with no Ingress made in its place. Gateway API
+// installed then, the operator (as its ServiceAccount, which may read only
+// the HTTPRoute CRD) gives the gateway its HTTPRoute without a restart;
+// the later runs start with Gateway API installed.
 func (s *setup) assertGatewayAPIMissing(t *testing.T, r *run) {
 	t.Helper()
 	_, err := s.kubectl(t, r, "", "apply", "-f", "manifests/samples/apigateway_httproute.yaml")
@@ -212,6 +215,22 @@ func (s *setup) assertGatewayAPIMissing(t *testing.T, r *run) {
 	assert.Contains(t, out, "does not serve gateway.networking.k8s.io/v1 HTTPRoutes", "the condition says what is missing")
 	_, err = s.kubectl(t, r, "", "get", "ingress", "shop-gateway", "-n", "default")
 	assert.Error(t, err, "no Ingress stands in for the HTTPRoutes")
+
+	crds, err := testenv.GatewayAPICRDs()
+	require.NoError(t, err)
+	args := []string{"apply", "--server-side"}
+	for _, f := range crds {
+		args = append(args, "-f", f)
+	}
+	_, err = s.kubectl(t, r, "", args...)
+	require.NoError(t, err)
+	eventually(t, "the HTTPRoute gateway getting its HTTPRoute once Gateway API is installed", func() error {
+		out, err := s.kubectl(t, r, "", "get", "httproutes", "-n", "default", "-l", "app.kubernetes.io/instance=shop-gateway", "-o", "name")
+		if err == nil && strings.TrimSpace(out) == "" {
+			err = errors.New("none yet")
+		}
+		return err
+	})
 	_, err = s.kubectl(t, r, "", "delete", "-f", "manifests/samples/apigateway_httproute.yaml", "--wait")
 	require.NoError(t, err)
 }

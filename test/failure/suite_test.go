@@ -80,7 +80,7 @@ func newOperator(t *testing.T, cfg *rest.Config, opts manager.Options) manager.M
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "apigateway-operator-failure-test"
-	opts.Cache = controller.CacheOptions(false)
+	opts.Cache = controller.CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}))

@@ -79,7 +79,7 @@ func startOperator(t *testing.T) *operator {
 
 func managerOptions() ctrl.Options {
 	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions(false)
+	opts.Cache = controller.CacheOptions()
 	return opts
 }
 

@@ -72,7 +72,7 @@ func startOperator(t *testing.T, opts controller.Options) (stop func()) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = "apigateway-operator-test"
 	mopts := env.ManagerOptions()
-	mopts.Cache = controller.CacheOptions(false)
+	mopts.Cache = controller.CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	require.NoError(t, err)
 	require.NoError(t, controller.SetupWithManager(mgr, opts))

@@ -140,7 +140,7 @@ spec:
 
 func managerOptions() ctrl.Options {
 	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions(false)
+	opts.Cache = controller.CacheOptions()
 	return opts
 }
 

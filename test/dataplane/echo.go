@@ -1,0 +1,57 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// EchoReply is what every echo backend answers: its Service name and the
+// request as it reached it (the raw request URI, and its path decoded).
+type EchoReply struct {
+	Service    string `json:"service"`
+	RequestURI string `json:"requestURI"`
+	Path       string `json:"path"`
+	Host       string `json:"host"`
+	// ForwardedFor and RealIP are the X-Forwarded-For and X-Real-IP
+	// headers the backend received.
+	ForwardedFor string `json:"forwardedFor,omitempty"`
+	RealIP       string `json:"realIP,omitempty"`
+}
+
+// StartEchoBackends starts one echo backend on 127.0.0.1 per Service name
+// and returns each one's port, which is the route's backendService.port:
+// the DNS of StartServiceDNS resolves every Service to 127.0.0.1, so nginx
+// reaches Service s at 127.0.0.1:ports[s].
+func StartEchoBackends(t testing.TB, services ...string) map[string]int32 {
+	t.Helper()
+	ports := map[string]int32{}
+	for _, name := range services {
+		ports[name] = StartEchoBackend(t, name, "127.0.0.1:0")
+	}
+	return ports
+}
+
+// StartEchoBackend starts the echo backend of Service name on addr
+// (host:port, port 0 for a free one) until the test ends and returns its
+// port.
+func StartEchoBackend(t testing.TB, name, addr string) int32 {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
+			ForwardedFor: strings.Join(r.Header.Values("X-Forwarded-For"), ", "), RealIP: r.Header.Get("X-Real-IP")})
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return int32(ln.Addr().(*net.TCPAddr).Port)
+}

@@ -1,0 +1,55 @@
+package dataplane
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// RawRequest sends requestLine (e.g. "GET /x HTTP/1.1", sent byte for
+// byte, so the test controls the exact request target) with a Host header
+// and the given header lines ("Name: value") to addr and returns the
+// response's status and body.
+func RawRequest(addr, requestLine, host string, headers ...string) (int, string, error) {
+	conn, err := net.DialTimeout("tcp", addr, Wait)
+	if err != nil {
+		return 0, "", err
+	}
+	return exchange(conn, requestLine, host, headers)
+}
+
+// exchange sends the request on conn, reads the response and closes conn.
+func exchange(conn net.Conn, requestLine, host string, headers []string) (int, string, error) {
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(Wait)); err != nil {
+		return 0, "", err
+	}
+	extra := ""
+	for _, h := range headers {
+		extra += h + "\r\n"
+	}
+	if _, err := fmt.Fprintf(conn, "%s\r\nHost: %s\r\n%sConnection: close\r\n\r\n", requestLine, host, extra); err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// RawRequestTLS is RawRequest over TLS, with config's server name (SNI)
+// and roots.
+func RawRequestTLS(addr string, config *tls.Config, requestLine, host string, headers ...string) (int, string, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: Wait}, "tcp", addr, config)
+	if err != nil {
+		return 0, "", err
+	}
+	return exchange(conn, requestLine, host, headers)
+}
