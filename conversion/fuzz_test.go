@@ -34,6 +34,13 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(p *v1.PathType, c randfill.Continue) {
 			*p = []v1.PathType{v1.PathTypePrefix, v1.PathTypeExact, ""}[c.Intn(3)]
 		},
+		func(u *v1.ConfigUpdateStrategy, c randfill.Continue) {
+			*u = []v1.ConfigUpdateStrategy{v1.ConfigUpdateReload, v1.ConfigUpdateRollout, ""}[c.Intn(3)]
+		},
+		func(r *v1.Route, c randfill.Continue) {
+			c.FillNoCustom(r)
+			r.MaxBodySize = []string{"", "0", "10m", "9999g"}[c.Intn(4)]
+		},
 		func(s *v1.APIGatewaySpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			if len(s.Routes) > 0 && c.Bool() {

@@ -102,6 +102,11 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-ctx.Done():
 			return r.stop()
 		case <-r.nginx.exited:
+			if ctx.Err() != nil {
+				// Both were ready: the stop signal made nginx exit
+				// (start stops it on a cancelled context).
+				return nil
+			}
 			return r.nginx.exitErr()
 		case <-changes:
 			if cfg.Watch {

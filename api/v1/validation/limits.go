@@ -14,10 +14,10 @@ import (
 	"example.com/apigateway-operator/manifests/crd"
 )
 
-// WithinSizeLimits reports whether spec keeps the v1 schema's limits: every
-// list within its maxItems, every map within its maxProperties, every
-// string within its maxLength and, where the schema lists values, one of
-// them, and every integer within its minimum and maximum. The API server
+// WithinSizeLimits reports whether spec keeps the v1 schema's size limits:
+// every list within its maxItems, every map within its maxProperties,
+// every string within its maxLength and, where the schema lists values,
+// one of them. The API server
 // enforces these on every v1 write, but data can reach a v1 object without
 // meeting the v1 schema: a write through v1alpha1 brings the v1-only
 // fields back from the conversion annotation, which the v1alpha1 schema
@@ -27,8 +27,10 @@ import (
 //
 // The limits are read from the CRD the cluster gets (manifests/crd), not
 // restated here, so a field added with a marker is bounded here too.
-// Patterns and CEL rules are not evaluated: an object within these limits
-// may still be invalid, which Validate's to say.
+// Sizes only: no integer ranges, required fields, patterns or CEL rules.
+// The conversion annotation holds only what v1alpha1 lacks (a route there
+// has no backend, so its port is 0), and an object within these limits may
+// still be invalid, which is Validate's to say.
 func WithinSizeLimits(spec *v1.APIGatewaySpec) bool {
 	return specLimits(reflect.ValueOf(spec).Elem())
 }
@@ -91,8 +93,6 @@ func compileLimits(t reflect.Type, s *apiextensionsv1.JSONSchemaProps, omitEmpty
 		return pointerLimits(compileLimits(t.Elem(), s, false))
 	case reflect.String:
 		return stringLimits(s, omitEmpty)
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		return intLimits(s)
 	case reflect.Slice:
 		var items *apiextensionsv1.JSONSchemaProps
 		if s.Items != nil {
@@ -139,16 +139,6 @@ func stringLimits(s *apiextensionsv1.JSONSchemaProps, omitEmpty bool) limitCheck
 			return false
 		}
 		return len(enum) == 0 || enum[str]
-	}
-}
-
-func intLimits(s *apiextensionsv1.JSONSchemaProps) limitCheck {
-	if s.Minimum == nil && s.Maximum == nil {
-		return nil
-	}
-	return func(v reflect.Value) bool {
-		n := float64(v.Int())
-		return (s.Minimum == nil || n >= *s.Minimum) && (s.Maximum == nil || n <= *s.Maximum)
 	}
 }
 
