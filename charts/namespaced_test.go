@@ -63,17 +63,21 @@ func rulesOf(t *testing.T, objs map[string]*unstructured.Unstructured, key strin
 	return rules
 }
 
-// namespacedScope is the test's view of scopes: what the chart's overlays
-// and builtinNamespaced say, which TestScopesMatchDiscovery holds to the
-// API server.
-func namespacedScope(t *testing.T, g grant) bool {
+// scopeOf is the test's view of scopes: what the chart's overlays and
+// builtinNamespaced say, which TestScopesMatchDiscovery holds to the API
+// server. It reports whether a grant's resource is namespaced.
+func scopeOf(t *testing.T) func(grant) bool {
 	t.Helper()
 	data, err := kustomize("default")
 	require.NoError(t, err)
-	base, _, _ := strings.Cut(g.resource, "/")
-	ns, ok := scopes(objects(t, string(data)))[schema.GroupResource{Group: g.group, Resource: base}]
-	require.True(t, ok, "no scope for %+v", g)
-	return ns
+	m := scopes(objects(t, string(data)))
+	return func(g grant) bool {
+		t.Helper()
+		base, _, _ := strings.Cut(g.resource, "/")
+		ns, ok := m[schema.GroupResource{Group: g.group, Resource: base}]
+		require.True(t, ok, "no scope for %+v", g)
+		return ns
+	}
 }
 
 const clusterRole = "ClusterRole//apigateway-operator"
@@ -87,9 +91,10 @@ func TestNamespacedMode(t *testing.T) {
 	cluster := byKey(objects(t, helmTemplate(t)))
 	objs := byKey(objects(t, helmTemplate(t, "watchNamespaces={team-a,team-b}")))
 
+	namespacedScope := scopeOf(t)
 	var wantCluster, wantLocal []grant
 	for _, g := range grants(t, rulesOf(t, cluster, clusterRole)) {
-		if namespacedScope(t, g) {
+		if namespacedScope(g) {
 			wantLocal = append(wantLocal, g)
 		} else {
 			wantCluster = append(wantCluster, g)
@@ -211,8 +216,9 @@ func TestNamespacedModeRBAC(t *testing.T) {
 	deploy := grant{"apps", "deployments", "create", ""}
 	require.Eventually(t, func() bool { return can(deploy, "team-a") }, 30*time.Second, 100*time.Millisecond)
 
+	namespacedScope := scopeOf(t)
 	for _, g := range all {
-		if namespacedScope(t, g) {
+		if namespacedScope(g) {
 			assert.True(t, can(g, "team-a"), "%+v in the watched namespace", g)
 			for _, ns := range []string{"team-b", "kube-system", release} {
 				assert.False(t, can(g, ns), "%+v in %s", g, ns)
