@@ -134,7 +134,7 @@ func namespacedMode(overlays map[string][]*unstructured.Unstructured) (map[*rege
 	rules, _, _ := unstructured.NestedSlice(cr.Object, "rules")
 	namespaced := scopes(base)
 	actions := map[*regexp.Regexp]func(string) string{}
-	placeheld := make([]any, len(rules))
+	withPlaceholders := make([]any, len(rules))
 	var local []any
 	for i, r := range rules {
 		rule, _ := r.(map[string]any)
@@ -142,13 +142,13 @@ func namespacedMode(overlays map[string][]*unstructured.Unstructured) (map[*rege
 		if err != nil {
 			return nil, "", err
 		}
-		placeheld[i] = r
+		withPlaceholders[i] = r
 		if l == nil {
 			continue
 		}
 		local = append(local, l)
 		p := fmt.Sprintf("__RULE_%d__", i)
-		placeheld[i] = p
+		withPlaceholders[i] = p
 		whole, err := yamlLines(rule)
 		if err != nil {
 			return nil, "", err
@@ -176,7 +176,7 @@ func namespacedMode(overlays map[string][]*unstructured.Unstructured) (map[*rege
 	}
 	for _, objs := range overlays {
 		if o := find(objs, "ClusterRole"); o != nil {
-			if err := unstructured.SetNestedSlice(o.Object, placeheld, "rules"); err != nil {
+			if err := unstructured.SetNestedSlice(o.Object, withPlaceholders, "rules"); err != nil {
 				return nil, "", err
 			}
 		}

@@ -269,7 +269,7 @@ func TestSchemaNoLooserThanOperator(t *testing.T) {
 		"10.0.0.1": true, "10.0.0.0/8": true, "192.168.1.0/24": true, "0.0.0.0/0": true, "10.0.0.1/32": true,
 		"fd00::/8": true, "::1": true, "2001:db8::1": true, "2001:db8:0:0:0:0:0:1/128": true, "::/0": true, "fe80::/10": true,
 		"10.0.0.0/33": false, "10.0.0.256": false, "10.0.0.0/": false, "010.0.0.1": false, "10.0.0.0/8/8": false,
-		"fd00:::/8": false, "fd00::/129": false, "fe80::1%eth0": false, "10.0.0.0/-1": false, "": false, " 10.0.0.1": false,
+		"fd00:::/8": false, "fd00::/129": false, "fe80::1%eth0": false, "10.0.0.0/-1": false, "": false, "10.0.0.0 /8": false,
 		"::ffff:10.0.0.1": false, "1:2:3:4:5:6:7:8:9/64": false, "proxy.example": false,
 	}
 	for item, common := range proxies {
