@@ -29,7 +29,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, testenv.Options{})
+	testenv.Main(m, &env, testenv.Options{GatewayAPI: true})
 }
 
 // release is the namespace the tests install into: the overlays', so that
@@ -240,9 +240,13 @@ func TestSchemaRefusesUnknownValues(t *testing.T) {
 }
 
 func TestLint(t *testing.T) {
+	all := map[string][]string{"namespaced": {"watchNamespaces={team-a,team-b}", "gatewayTrustedProxies={10.0.0.0/8}"}}
 	for name, tc := range modes {
+		all[name] = tc.set
+	}
+	for name, set := range all {
 		args := []string{"lint", "--strict", chartDir(), "--namespace", release}
-		for _, s := range tc.set {
+		for _, s := range set {
 			args = append(args, "--set", s)
 		}
 		out, err := helm(t, args...)

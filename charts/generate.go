@@ -45,9 +45,12 @@ type Kustomize func(overlay string) ([]byte, error)
 // their whole line, whose indentation they keep.
 var (
 	scalarActions = map[string]string{
-		"__REPLICAS__":       "{{ .Values.replicas }}",
-		"__IMAGE__":          `{{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}`,
-		"__FAILURE_POLICY__": "{{ .Values.webhook.failurePolicy }}",
+		"__REPLICAS__":            "{{ .Values.replicas }}",
+		"__IMAGE__":               `{{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}`,
+		"__FAILURE_POLICY__":      "{{ .Values.webhook.failurePolicy }}",
+		"__NAMESPACE_OWNERSHIP__": `{{ printf "` + flagOwnership + `=%s" .Values.namespaceOwnership | quote }}`,
+		// Inside the range over watchNamespaces.
+		"__WATCHED_NAMESPACE__": "{{ . }}",
 	}
 	staticActions = map[*regexp.Regexp]func(indent string) string{
 		regexp.MustCompile(`(?m)^( *)resources: __RESOURCES__$`): func(in string) string {
@@ -161,6 +164,7 @@ type Defaults struct {
 	Replicas                  string
 	Resources                 string
 	FailurePolicy             string
+	Ownership                 string
 }
 
 // Files renders the chart's generated files, keyed by their path relative to
@@ -185,6 +189,12 @@ func Files(kustomize Kustomize) (map[string][]byte, error) {
 		return nil, err
 	}
 	maps.Copy(actions, staticActions)
+	maps.Copy(actions, flagActions)
+	nsActions, watched, err := namespacedMode(overlays)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(actions, nsActions)
 	for _, objs := range overlays {
 		for _, o := range objs {
 			if err := placehold(o); err != nil {
@@ -204,6 +214,7 @@ func Files(kustomize Kustomize) (map[string][]byte, error) {
 		return nil, err
 	}
 	files["values.yaml"] = values.Bytes()
+	files["templates/role-"+WatchedRole+".yaml"] = []byte(watched)
 	return files, nil
 }
 
@@ -275,6 +286,7 @@ func defaultsOf(selfSigned, certManager []*unstructured.Unstructured) (Defaults,
 			return Defaults{}, err
 		}
 		d.Resources = string(res)
+		d.Ownership = ownershipOf(c)
 		vwc := find(objs, "ValidatingWebhookConfiguration")
 		if vwc == nil {
 			return Defaults{}, errors.New("no ValidatingWebhookConfiguration")
@@ -304,6 +316,9 @@ func placehold(o *unstructured.Unstructured) error {
 				continue
 			}
 			m["image"], m["resources"] = "__IMAGE__", "__RESOURCES__"
+			if err := placeholdFlags(m); err != nil {
+				return err
+			}
 			args, _ := m["args"].([]any)
 			m["args"] = append(args, "__OTLP_ENDPOINT__", "__CLIENT_AUTH_ARGS__")
 			mounts, _ := m["volumeMounts"].([]any)
@@ -322,7 +337,12 @@ func placehold(o *unstructured.Unstructured) error {
 		}
 		rules[0].(map[string]any)["from"] = "__WEBHOOK_FROM__"
 		return unstructured.SetNestedSlice(o.Object, rules, "spec", "ingress")
+	case "MutatingWebhookConfiguration":
+		return placeholdSelectors(o)
 	case "ValidatingWebhookConfiguration":
+		if err := placeholdSelectors(o); err != nil {
+			return err
+		}
 		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 		for _, h := range hooks {
 			h.(map[string]any)["failurePolicy"] = "__FAILURE_POLICY__"
@@ -509,6 +529,31 @@ tracing:
   # http://host:port (no TLS), passed as --otlp-endpoint when set. Empty:
   # tracing off.
   otlpEndpoint: ""
+
+# Who may route on a host (--namespace-ownership). Strict: the namespace
+# whose APIGateway claimed a host first owns it (a wildcard claims the
+# names it matches); other namespaces route there only under the path
+# prefixes it delegates to them. InterNamespaceAllowed: every namespace
+# routes on every host, competing only for identical routes. UNSAFE among
+# untrusted tenants: a longer path, or an exact host under a wildcard,
+# takes requests (and cookies) from the host's owner.
+namespaceOwnership: {{ .Ownership }}
+
+# The front proxies whose X-Forwarded-For the gateways believe
+# (--gateway-trusted-proxies), as IP addresses or CIDRs, e.g. the ingress
+# controller's pod CIDR [10.244.0.0/16]: backends then see the client's
+# address in X-Forwarded-For and X-Real-IP. Empty: they see the connecting
+# address, and a client's own X-Forwarded-For is dropped.
+gatewayTrustedProxies: []
+
+# Namespaced mode (--watch-namespaces): the namespaces whose APIGateways
+# the operator serves, e.g. [team-a, team-b]. The ClusterRole then keeps
+# only its rules on cluster-scoped resources; those on namespaced ones
+# (Deployments, Services, ConfigMaps, Ingresses, HTTPRoutes, APIGateways,
+# events) become a Role and RoleBinding (` + WatchedRole + `) in each of
+# these namespaces, and the admission webhooks see only them. Hosts are
+# then owned among these namespaces only. Empty: every namespace.
+watchNamespaces: []
 
 crds:
   # Keep the APIGateway CRD (and so every APIGateway) on helm uninstall.

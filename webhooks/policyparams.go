@@ -16,6 +16,11 @@ import (
 	"example.com/apigateway-operator/api/v1/defaults"
 )
 
+// The leader reads and applies the one parameter ConfigMap in its own
+// namespace: the ClusterRole's ConfigMap rule does not reach it when the
+// chart's namespaced mode (watchNamespaces) leaves that namespace out.
+// +kubebuilder:rbac:groups="",namespace=apigateway-operator-system,resources=configmaps,verbs=get;patch,resourceNames=apigateway-operator-defaults
+
 // PolicyParams keeps the operator's defaults in the ConfigMap the defaults
 // MutatingAdmissionPolicy reads (manifests/policy), so the API server fills
 // in the same image and replicas as the mutating webhook, also while no
