@@ -44,6 +44,7 @@ var builtinNamespaced = map[schema.GroupResource]bool{
 	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:                           false,
 	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:                    false,
 	{Group: "coordination.k8s.io", Resource: "leases"}:                                   true,
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}:                              true,
 	{Group: "events.k8s.io", Resource: "events"}:                                         true,
 	{Group: "gateway.networking.k8s.io", Resource: "gateways"}:                           true,
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes"}:                         true,
