@@ -72,8 +72,7 @@ func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *
 		return t, nil
 	}
 	match, _ := validation.RouteMatch(r)
-	sum := sha256.Sum256([]byte(match))
-	id := hex.EncodeToString(sum[:8])
+	id := routeID(match)
 	var http, loc strings.Builder
 	t.split = writeSplit(&http, r, backend, id)
 	writeTimeouts(&loc, r.Timeouts)
@@ -92,6 +91,13 @@ func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *
 	}
 	t.directives = loc.String()
 	return t, errs
+}
+
+// routeID names the http-level blocks of the route with match
+// (validation.RouteMatch): 64 bits of its SHA-256, in hex.
+func routeID(match string) string {
+	sum := sha256.Sum256([]byte(match))
+	return hex.EncodeToString(sum[:8])
 }
 
 // isPath reports whether p is a path the renderer may write as a rewrite's
