@@ -465,7 +465,7 @@ func TestValidateRefusesAGatewayTooLargeToRender(t *testing.T) {
 		gw    *v1.APIGateway
 		rules []string
 	}{
-		"100 routes, a few headers each":          {gw: withHeaders(6, 16)},
+		"100 routes, a few headers each":           {gw: withHeaders(6, 16)},
 		"100 routes, 96 short header changes each": {gw: withHeaders(48, 1), rules: []string{validation.RuleConfigSize}},
 		"100 routes, 96 maximal header changes":    {gw: withHeaders(48, 1024), rules: []string{RuleV1alpha1Size, validation.RuleConfigSize}},
 	}

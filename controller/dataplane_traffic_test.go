@@ -114,8 +114,8 @@ func TestDataPlaneTrafficTimeouts(t *testing.T) {
 		path   string
 		status int
 	}{
-		"a slow backend past readSeconds":  {path: "/slow", status: http.StatusGatewayTimeout},
-		"the same backend with more time":  {path: "/patient", status: http.StatusOK},
+		"a slow backend past readSeconds":   {path: "/slow", status: http.StatusGatewayTimeout},
+		"the same backend with more time":   {path: "/patient", status: http.StatusOK},
 		"a fast backend within readSeconds": {path: "/fast", status: http.StatusOK},
 	}
 	for name, tc := range tests {

@@ -273,7 +273,9 @@ func TestNginxArgumentRefusesWhatItWouldEscape(t *testing.T) {
 // rule is package validation's, which the renderer calls before it writes
 // anything), with the field named, and nothing is rendered.
 func TestRenderConfigRefusesHostileTrafficSettings(t *testing.T) {
-	header := func(value string) []v1.HTTPHeader { return []v1.HTTPHeader{{Name: "X-Team", Value: v1.HTTPHeaderValue(value)}} }
+	header := func(value string) []v1.HTTPHeader {
+		return []v1.HTTPHeader{{Name: "X-Team", Value: v1.HTTPHeaderValue(value)}}
+	}
 	hostileValues := map[string]string{
 		"quote": `a"; return 200 "x`, "variable": "$host",
 		"envsubst": "${NGINX_LOCAL_RESOLVERS}", "newline": "a\nadd_header X y", "backslash": `a\`, "non-ASCII": "caf\u00e9",
@@ -293,7 +295,9 @@ func TestRenderConfigRefusesHostileTrafficSettings(t *testing.T) {
 		tests["maxBodySize, "+name] = tc{func(r *v1.Route) { r.MaxBodySize = "1m" + v }, "spec.routes[0].maxBodySize"}
 	}
 	for name, n := range map[string]string{"space": "X Team", "semicolon": "X;", "brace": "X{", "variable": "X$a", "newline": "X\nY", "non-ASCII": "X-caf\u00e9", "8 KiB": strings.Repeat("X", 8<<10)} {
-		tests["request header name, "+name] = tc{func(r *v1.Route) { r.RequestHeaders = &v1.HeaderModifier{Remove: []v1.HTTPHeaderName{v1.HTTPHeaderName(n)}} }, "spec.routes[0].requestHeaders.remove[0]"}
+		tests["request header name, "+name] = tc{func(r *v1.Route) {
+			r.RequestHeaders = &v1.HeaderModifier{Remove: []v1.HTTPHeaderName{v1.HTTPHeaderName(n)}}
+		}, "spec.routes[0].requestHeaders.remove[0]"}
 		tests["response header name, "+name] = tc{func(r *v1.Route) {
 			r.ResponseHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: v1.HTTPHeaderName(n), Value: "x"}}}
 		}, "spec.routes[0].responseHeaders.set[0].name"}
@@ -400,9 +404,9 @@ func TestRenderedSizeBound(t *testing.T) {
 		gw      *v1.APIGateway
 		refused bool
 	}{
-		"100 routes of maximal headers": {gw: huge, refused: true},
-		"100 routes with every setting": {gw: benchTrafficGateway()},
-		"the traffic golden":            {gw: trafficGateway()},
+		"100 routes of maximal headers":            {gw: huge, refused: true},
+		"100 routes with every setting":            {gw: benchTrafficGateway()},
+		"the traffic golden":                       {gw: trafficGateway()},
 		"an invalid gateway is left to validation": {gw: gateway("bad", route("Bad", "/", v1.PathTypePrefix, "web", 80))},
 	}
 	for name, tc := range tests {
