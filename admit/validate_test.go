@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/ownership"
 )
 
@@ -420,4 +422,65 @@ func TestValidateRefusesAnObjectV1alpha1CannotCarry(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec", errs[0].Field)
 	assert.Contains(t, errs[0].Detail, "too large to be read through v1alpha1")
+}
+
+// TestValidateRefusesAGatewayTooLargeToRender: Validate reports, at
+// spec.routes with rule configSize, a gateway whose nginx configuration
+// would pass controller.MaxConfigBytes, naming the bound. 100 routes that
+// each change 96 headers with one-letter values fit the v1alpha1
+// annotation (that rule passes) but render past the bound; 100 routes
+// with every setting and a few headers each, and the same gateway with
+// maximal values, show the two sides.
+func TestValidateRefusesAGatewayTooLargeToRender(t *testing.T) {
+	withHeaders := func(n, valueLen int) *v1.APIGateway {
+		gw := validGateway()
+		gw.Spec.Routes = nil
+		for i := range 100 {
+			r := route("/api"+strconv.Itoa(i), "svc", 80)
+			r.RateLimit = &v1.RateLimit{RequestsPerSecond: 10, Burst: 5}
+			r.AdditionalBackends = []v1.WeightedBackend{{Name: "canary", Port: 80, Weight: 10}}
+			r.RewritePrefix = "/"
+			mod := func() *v1.HeaderModifier {
+				m := &v1.HeaderModifier{}
+				for j := range n {
+					name := v1.HTTPHeaderName("X" + strconv.FormatInt(int64(j), 16))
+					h := v1.HTTPHeader{Name: name, Value: v1.HTTPHeaderValue(strings.Repeat("v", valueLen))}
+					switch j % 3 {
+					case 0:
+						m.Set = append(m.Set, h)
+					case 1:
+						m.Add = append(m.Add, h)
+					default:
+						m.Remove = append(m.Remove, name)
+					}
+				}
+				return m
+			}
+			r.RequestHeaders, r.ResponseHeaders = mod(), mod()
+			gw.Spec.Routes = append(gw.Spec.Routes, r)
+		}
+		return gw
+	}
+	tests := map[string]struct {
+		gw    *v1.APIGateway
+		rules []string
+	}{
+		"100 routes, a few headers each":           {gw: withHeaders(6, 16)},
+		"100 routes, 96 short header changes each": {gw: withHeaders(48, 1), rules: []string{validation.RuleConfigSize}},
+		"100 routes, 96 maximal header changes":    {gw: withHeaders(48, 1024), rules: []string{RuleV1alpha1Size, validation.RuleConfigSize}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			errs, _ := Validate(nil, tc.gw, RelatedObjects{})
+			var rules []string
+			for _, e := range errs {
+				rules = append(rules, e.Origin)
+				if e.Origin == validation.RuleConfigSize {
+					assert.Equal(t, "spec.routes", e.Field)
+					assert.Contains(t, e.Detail, "over the bound of "+strconv.Itoa(controller.MaxConfigBytes))
+				}
+			}
+			assert.Equal(t, tc.rules, rules, "%v", errs)
+		})
+	}
 }

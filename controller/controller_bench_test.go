@@ -24,14 +24,30 @@ func benchGateway() *v1.APIGateway {
 	return gw
 }
 
-// BenchmarkRenderConfig renders a 10-route gateway's nginx configuration.
+// benchTrafficGateway is a 100-route gateway on ten hosts, every route
+// with every traffic setting (everySetting: a weighted canary, timeouts, a
+// rewrite, three request and three response header changes, a body limit
+// and a rate limit).
+func benchTrafficGateway() *v1.APIGateway {
+	routes := make([]v1.Route, 100)
+	for i := range routes {
+		routes[i] = everySetting(route(fmt.Sprintf("api%d.example.com", i%10), fmt.Sprintf("/svc%d/", i), v1.PathTypePrefix, fmt.Sprintf("svc-%d", i), 8080))
+	}
+	return gateway("bench-traffic", routes...)
+}
+
+// BenchmarkRenderConfig renders a gateway's nginx configuration: 10 routes
+// without traffic settings, and 100 routes with every one.
 func BenchmarkRenderConfig(b *testing.B) {
-	gw := benchGateway()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := renderConfig(gw, renderOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	for name, gw := range map[string]*v1.APIGateway{"10 routes": benchGateway(), "100 routes, every setting": benchTrafficGateway()} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := renderConfig(gw, renderOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -116,6 +116,10 @@ type location struct {
 	sortKey string
 	backend string
 	exact   bool // made from an Exact route: wins a collision with a Prefix one
+	// traffic is the route's traffic settings, shared by its locations,
+	// and rewrite this location's rewrite directives (rewriteLines).
+	traffic *routeTraffic
+	rewrite string
 }
 
 // renderConfig renders gw's routes into the nginx configuration template
@@ -125,7 +129,19 @@ type location struct {
 // without cluster DNS. Same spec, same bytes: hosts and locations are
 // sorted. Strings outside the API's whitelists are refused, never escaped.
 func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
-	servers, err := buildServers(gw, opts)
+	config, err := render(gw, opts)
+	if err != nil {
+		return "", err
+	}
+	if errs := validateConfigSize(len(config)); len(errs) > 0 {
+		return "", apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), gw.Name, errs)
+	}
+	return config, nil
+}
+
+// render is renderConfig without the size bound.
+func render(gw *v1.APIGateway, opts renderOptions) (string, error) {
+	servers, httpBlocks, err := buildServers(gw, opts)
 	if err != nil {
 		return "", err
 	}
@@ -147,6 +163,11 @@ func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
 		"server_names_hash_bucket_size %d;\nserver_names_hash_max_size %d;\n\n",
 		serverNamesHashBucketSize, serverNamesHashMaxSize)
 	writeRealIP(&b, trusted)
+	if httpBlocks != "" {
+		b.WriteString("# Per-route traffic settings: weighted backends, rate limits, added request headers.\n")
+		b.WriteString(httpBlocks)
+		b.WriteString("\n")
+	}
 	writeHealthServer(&b, opts.listen(opts.healthPort, HealthPort))
 	writeDefaultServer(&b, opts.listen(opts.httpPort, HTTPPort))
 	hosts := make([]string, 0, len(servers))
@@ -160,14 +181,16 @@ func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
 	return b.String(), nil
 }
 
-// buildServers validates every route and groups its locations by host.
+// buildServers validates every route and groups its locations by host. It
+// also returns the http-level blocks of the routes' traffic settings, of
+// the routes that serve some location, in the routes' sorted order.
 //
 // The renderer does not trust admission, which a write made while the
 // webhook was down never met: every string it writes into the file passes
 // the same rules again, by calling the same functions (package validation
 // for the name and the routes, apimachinery's namespace rule), so a string
 // that slipped past admission still cannot inject configuration.
-func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]location, error) {
+func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]location, string, error) {
 	routesPath := field.NewPath("spec", "routes")
 	errs := validation.ValidateName(gw.Name, gw.GenerateName, field.NewPath("metadata", "name"))
 	for _, msg := range apivalidation.ValidateNamespaceName(gw.Namespace, false) {
@@ -187,13 +210,22 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 	routes := append([]indexedRoute(nil), indexRoutes(gw.Spec.Routes)...)
 	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
 	servers := map[string]map[string]location{}
+	backendOf := func(name v1.ServiceName, port int32) string {
+		return fmt.Sprintf("%s.%s.svc.%s:%d", name, gw.Namespace, domain, port)
+	}
+	traffic := make([]*routeTraffic, 0, len(routes))
 	for _, r := range routes {
 		if routeErrs := validation.ValidateRoute(&r.Route, routesPath, r.index); len(routeErrs) > 0 {
 			errs = append(errs, routeErrs...)
 			continue
 		}
-		backend := fmt.Sprintf("%s.%s.svc.%s:%d", r.BackendService.Name, gw.Namespace, domain, r.BackendService.Port)
-		locs, err := locationsFor(r.Route, backend)
+		t, trafficErrs := buildTraffic(&r.Route, backendOf, routesPath.Index(r.index))
+		if len(trafficErrs) > 0 {
+			errs = append(errs, trafficErrs...)
+			continue
+		}
+		traffic = append(traffic, &t)
+		locs, err := locationsFor(r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.index).Child("path"), r.Path, err.Error()))
 			continue
@@ -210,9 +242,29 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 		}
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), gw.Name, errs)
+		return nil, "", apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), gw.Name, errs)
 	}
-	return servers, nil
+	return servers, usedHTTPBlocks(servers, traffic), nil
+}
+
+// usedHTTPBlocks joins the http-level blocks of the routes in traffic that
+// serve a location in servers: a route that lost every location to
+// another (the same match) needs none, and its names would repeat the
+// winner's.
+func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraffic) string {
+	used := map[*routeTraffic]bool{}
+	for _, locs := range servers {
+		for _, l := range locs {
+			used[l.traffic] = true
+		}
+	}
+	var b strings.Builder
+	for _, t := range traffic {
+		if used[t] {
+			b.WriteString(t.http)
+		}
+	}
+	return b.String()
 }
 
 type indexedRoute struct {
@@ -238,24 +290,32 @@ func (r indexedRoute) less(o indexedRoute) bool {
 // locations against the percent-decoded, normalised request path, so the
 // route's path is decoded the same way and refused when the decoded form
 // could never match or holds characters unsafe in a quoted nginx string.
-func locationsFor(r v1.Route, backend string) ([]location, error) {
+func locationsFor(r v1.Route, backend string, t *routeTraffic) ([]location, error) {
 	exact := r.PathType == v1.PathTypeExact
 	path, err := routepath.MatchPath(string(r.Path), !exact)
 	if err != nil {
 		return nil, err
 	}
 	if exact {
-		return []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true}}, nil
+		return []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true, traffic: t}}, nil
 	}
+	var locs []location
 	if path == "/" {
-		return []location{{match: nginxQuoted("/"), sortKey: "/", backend: backend}}, nil
+		locs = []location{{match: nginxQuoted("/"), sortKey: "/", backend: backend, traffic: t}}
+	} else {
+		// Prefix matching is element-wise: /users (or /users/) matches
+		// /users and everything below /users/, but not /usersX.
+		locs = []location{
+			{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, traffic: t},
+			{match: nginxQuoted(path + "/"), sortKey: path + "/", backend: backend, traffic: t},
+		}
 	}
-	// Prefix matching is element-wise: /users (or /users/) matches /users
-	// and everything below /users/, but not /usersX.
-	return []location{
-		{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend},
-		{match: nginxQuoted(path + "/"), sortKey: path + "/", backend: backend},
-	}, nil
+	if t.rewritePrefix != "" {
+		for i := range locs {
+			locs[i].rewrite = rewriteLines(locs[i], path, t.rewritePrefix)
+		}
+	}
+	return locs, nil
 }
 
 // nginxQuoted makes a whitelisted path one nginx token. The whitelist has no
@@ -389,22 +449,15 @@ server {
     }
 
     proxy_http_version 1.1;
-    proxy_set_header Host $host;
-    # The client's address as the gateway knows it: the peer, or the
-    # address a trusted front proxy reported (set_real_ip_from). What the
-    # client wrote in X-Forwarded-For is replaced, never passed on.
-    proxy_set_header X-Real-IP $remote_addr;
-    proxy_set_header X-Forwarded-For $remote_addr;
 `, listen, serverName(host), ambiguousRequestPath)
+	for _, h := range gatewayHeaders {
+		for line := range strings.Lines(h.comment) {
+			b.WriteString("    " + line)
+		}
+		fmt.Fprintf(b, "    proxy_set_header %s %s;\n", h.name, h.value)
+	}
 	for _, l := range sorted {
-		// A variable in proxy_pass makes nginx resolve the name per
-		// request through the resolver instead of once at load time.
-		fmt.Fprintf(b, `
-    location %s {
-        set $backend %s;
-        proxy_pass http://$backend;
-    }
-`, l.match, nginxQuoted(l.backend))
+		writeLocation(b, l)
 	}
 	if _, ok := locs[nginxQuoted("/")]; !ok {
 		b.WriteString(`
@@ -414,6 +467,24 @@ server {
 `)
 	}
 	b.WriteString("}\n")
+}
+
+// writeLocation writes one location: the route's traffic directives, its
+// backend, the rewrite, and proxy_pass. A variable in proxy_pass makes
+// nginx resolve the name per request through the resolver instead of once
+// at load time. The rewrite comes after "set": "rewrite ... break" ends
+// the location's rewrite-module directives, set among them.
+func writeLocation(b *strings.Builder, l location) {
+	fmt.Fprintf(b, "\n    location %s {\n", l.match)
+	b.WriteString(l.traffic.directives)
+	pass := "$backend"
+	if l.traffic.split != "" {
+		pass = "$" + l.traffic.split
+	} else {
+		fmt.Fprintf(b, "%sset $backend %s;\n", indent, nginxQuoted(l.backend))
+	}
+	b.WriteString(l.rewrite)
+	fmt.Fprintf(b, "%sproxy_pass http://%s;\n    }\n", indent, pass)
 }
 
 // serverName maps a route host to nginx's server_name. A "*.example.com"

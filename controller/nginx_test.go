@@ -37,6 +37,8 @@ func routeSets() map[string]*v1.APIGateway {
 		// Exact "/" alone still needs the 404 for every other path.
 		"exact-root": gateway("exact-root",
 			route("root.example.com", "/", v1.PathTypeExact, "root", 8080)),
+		// Every traffic setting, in each of its forms.
+		"traffic": trafficGateway(),
 	}
 }
 

@@ -78,4 +78,8 @@ const (
 	// matches), to another namespace, of 1 to 8 distinct valid path
 	// prefixes.
 	RuleDelegations = "delegations"
+	// RuleConfigSize: the gateway's rendered nginx configuration fits in
+	// its ConfigMap (controller.MaxConfigBytes). The renderer measures it;
+	// admission renders the gateway to check it.
+	RuleConfigSize = "configSize"
 )

@@ -1,0 +1,363 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/routepath"
+)
+
+// A route's traffic settings (issue 26) as nginx directives. Each
+// directive is written only when its field is set, so a route that sets
+// none renders byte for byte as before and an upgrade rolls no gateway.
+//
+// The http-level blocks a route needs (split_clients, limit_req_zone, map)
+// are named after a hash of the route's match (validation.RouteMatch), so
+// their names are stable across renders and distinct within a gateway,
+// whose routes have distinct matches; they hold only lower-case letters,
+// digits and '_'. The file is an envsubst template, and the images'
+// entrypoint substitutes only variables defined in its environment (as
+// for $host and $backend), so nginx's own variables ($request_id,
+// $http_*) and these reach nginx unchanged.
+
+const (
+	// maxNginxArgument bounds a quoted argument the renderer writes: nginx
+	// reads its configuration through a 4096-byte buffer and refuses a
+	// longer token ("too long parameter"; measured with 1.22, a quoted
+	// value of 4090 bytes loads and one of 4100 does not). The API's
+	// longest header value, 1024 bytes, fits with room to spare.
+	maxNginxArgument = 4000
+	// rateLimitZoneSize is each rate-limited route's shared memory: nginx
+	// keeps about 16,000 client addresses in 1 MiB, and forgets the least
+	// recently seen when it is full.
+	rateLimitZoneSize = "1m"
+	// indent is a directive's indentation inside a location.
+	indent = "        "
+)
+
+// routeTraffic is what a route's traffic settings render to: the same for
+// each of the route's locations, apart from the rewrite.
+type routeTraffic struct {
+	// http holds the route's http-level blocks, written once.
+	http string
+	// directives are the location's lines before its backend is chosen.
+	directives string
+	// split is the variable split_clients sets to the backend of a route
+	// that shares its requests, "" for a route with one backend.
+	split string
+	// rewritePrefix is the route's quoted-safe rewritePrefix, "" for none.
+	rewritePrefix string
+}
+
+// hasTraffic reports whether r sets any traffic setting.
+func hasTraffic(r *v1.Route) bool {
+	return len(r.AdditionalBackends) > 0 || r.Timeouts != nil || r.RewritePrefix != "" ||
+		r.RequestHeaders != nil || r.ResponseHeaders != nil || r.MaxBodySize != "" || r.RateLimit != nil
+}
+
+// buildTraffic renders the traffic settings of r, a route that passed
+// validation.ValidateRoute; fld is r's field path. backend is the host:port
+// of one of the gateway's Services. The renderer checks again each string
+// it writes (nginxArgument, headerName, the path alphabet), so a value
+// that bypassed validation is refused, never escaped.
+func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *field.Path) (routeTraffic, field.ErrorList) {
+	var t routeTraffic
+	if !hasTraffic(r) {
+		return t, nil
+	}
+	match, _ := validation.RouteMatch(r)
+	id := routeID(match)
+	var http, loc strings.Builder
+	t.split = writeSplit(&http, r, backend, id)
+	writeTimeouts(&loc, r.Timeouts)
+	errs := writeBodySize(&loc, r.MaxBodySize, fld.Child("maxBodySize"))
+	writeRateLimit(&http, &loc, r.RateLimit, id)
+	errs = append(errs, writeRequestHeaders(&http, &loc, r.RequestHeaders, id, fld.Child("requestHeaders"))...)
+	errs = append(errs, writeResponseHeaders(&loc, r.ResponseHeaders, fld.Child("responseHeaders"))...)
+	if p := string(r.RewritePrefix); p != "" {
+		if !isPath(p) {
+			errs = append(errs, field.Invalid(fld.Child("rewritePrefix"), p, "the renderer writes only a path of letters, digits and - . _ ~ / ! & ( ) * + , = : @"))
+		}
+		t.rewritePrefix = p
+	}
+	if http.Len() > 0 {
+		t.http = "# " + match + "\n" + http.String()
+	}
+	t.directives = loc.String()
+	return t, errs
+}
+
+// routeID names the http-level blocks of the route with match
+// (validation.RouteMatch): 64 bits of its SHA-256, in hex.
+func routeID(match string) string {
+	sum := sha256.Sum256([]byte(match))
+	return hex.EncodeToString(sum[:8])
+}
+
+// isPath reports whether p is a path the renderer may write as a rewrite's
+// replacement: "/" and then routepath's path alphabet, without '%'. None
+// of its characters ends a quoted nginx string, starts a variable ('$'),
+// the query ('?') or a capture reference.
+func isPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for i := range len(p) {
+		if !routepath.IsPathByte(p[i]) || p[i] == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeSplit writes the split_clients block of a route whose additional
+// backends take some of its requests and returns the variable it sets, or
+// "" when they take none. The split is per request: $request_id is random,
+// and nginx hashes it onto the percentages. A backend of weight 0 is left
+// out, and so is backendService when the others take 100%; the last
+// backend listed takes "*", the rest, so every hash has a backend.
+func writeSplit(b *strings.Builder, r *v1.Route, backend func(v1.ServiceName, int32) string, id string) string {
+	type share struct {
+		backend string
+		weight  int32
+	}
+	var shares []share
+	total := int32(0)
+	for _, a := range r.AdditionalBackends {
+		if a.Weight > 0 {
+			shares = append(shares, share{backend(a.Name, a.Port), a.Weight})
+			total += a.Weight
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	if total < 100 {
+		shares = append(shares, share{backend(r.BackendService.Name, r.BackendService.Port), 100 - total})
+	}
+	name := "backend_" + id
+	fmt.Fprintf(b, "split_clients \"$request_id\" $%s {\n", name)
+	for i, s := range shares {
+		if i == len(shares)-1 {
+			fmt.Fprintf(b, "    * %s;\n", nginxQuoted(s.backend))
+			continue
+		}
+		fmt.Fprintf(b, "    %d%% %s;\n", s.weight, nginxQuoted(s.backend))
+	}
+	b.WriteString("}\n")
+	return name
+}
+
+func writeTimeouts(b *strings.Builder, t *v1.RouteTimeouts) {
+	if t == nil {
+		return
+	}
+	if t.ConnectSeconds != nil {
+		fmt.Fprintf(b, "%sproxy_connect_timeout %ds;\n", indent, *t.ConnectSeconds)
+	}
+	if t.ReadSeconds != nil {
+		fmt.Fprintf(b, "%sproxy_read_timeout %ds;\n", indent, *t.ReadSeconds)
+	}
+}
+
+func writeBodySize(b *strings.Builder, size string, fld *field.Path) field.ErrorList {
+	if size == "" {
+		return nil
+	}
+	quoted, err := nginxArgument(size)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fld, size, err.Error())}
+	}
+	fmt.Fprintf(b, "%sclient_max_body_size %s;\n", indent, quoted)
+	return nil
+}
+
+// writeRateLimit gives the route a zone of its own, keyed by the client's
+// address as the gateway knows it (the realip module's, with trusted
+// proxies), and answers 429 past the burst. nodelay serves the burst at
+// once instead of spacing it out; nginx refuses "burst=0", the default.
+func writeRateLimit(http, loc *strings.Builder, l *v1.RateLimit, id string) {
+	if l == nil {
+		return
+	}
+	zone := "route_" + id
+	fmt.Fprintf(http, "limit_req_zone $binary_remote_addr zone=%s:%s rate=%dr/s;\n", zone, rateLimitZoneSize, l.RequestsPerSecond)
+	burst := ""
+	if l.Burst > 0 {
+		burst = fmt.Sprintf(" burst=%d", l.Burst)
+	}
+	fmt.Fprintf(loc, "%slimit_req zone=%s%s nodelay;\n%slimit_req_status 429;\n", indent, zone, burst, indent)
+}
+
+// gatewayHeaders are the request headers the gateway sets on every
+// proxied request (writeServer writes them into each server). nginx drops
+// the proxy_set_header lines a location inherits as soon as it has one of
+// its own, so a route that changes request headers repeats these first;
+// the API reserves their names (validation refuses them in requestHeaders).
+var gatewayHeaders = []struct{ name, value, comment string }{
+	{name: "Host", value: "$host"},
+	{name: "X-Real-IP", value: "$remote_addr", comment: `# The client's address as the gateway knows it: the peer, or the
+# address a trusted front proxy reported (set_real_ip_from). What the
+# client wrote in X-Forwarded-For is replaced, never passed on.
+`},
+	{name: "X-Forwarded-For", value: "$remote_addr"},
+}
+
+// writeRequestHeaders sets, adds and removes the headers sent to the
+// backend. Set replaces the client's value; remove sends an empty value,
+// which nginx leaves out. Add keeps the client's value and appends one:
+// a map (http level, evaluated only where used) gives the value alone when
+// the client sent none, and "theirs, value" otherwise. nginx 1.23 and
+// later join a header the client sent on several lines into $http_name;
+// 1.22 keeps the first line only.
+func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id string, fld *field.Path) field.ErrorList {
+	if m == nil || len(m.Set)+len(m.Add)+len(m.Remove) == 0 {
+		return nil
+	}
+	for _, h := range gatewayHeaders {
+		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, h.name, h.value)
+	}
+	var errs field.ErrorList
+	for i, h := range m.Set {
+		name, value, err := header(h, fld.Child("set").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, name, value)
+	}
+	for i, h := range m.Add {
+		name, _, err := header(h, fld.Child("add").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		variable := fmt.Sprintf("request_header_%s_%d", id, i)
+		clients := "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_")
+		// The value passed nginxArgument, quoted; both forms are too.
+		fmt.Fprintf(http, "map %s $%s {\n    \"\" \"%s\";\n    default \"%s, %s\";\n}\n", clients, variable, h.Value, clients, h.Value)
+		fmt.Fprintf(loc, "%sproxy_set_header %s $%s;\n", indent, name, variable)
+	}
+	for i, n := range m.Remove {
+		name, err := headerName(string(n), fld.Child("remove").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(loc, "%sproxy_set_header %s \"\";\n", indent, name)
+	}
+	return errs
+}
+
+// writeResponseHeaders sets, adds and removes the headers of the answers
+// sent to the client. proxy_hide_header drops the backend's header (set,
+// remove); add_header adds one, "always" so that errors (a 429, a 502)
+// carry it too. Neither has a server-level line to repeat: the gateway
+// sets none.
+func writeResponseHeaders(loc *strings.Builder, m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, h := range m.Set {
+		name, value, err := header(h, fld.Child("set").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(loc, "%sproxy_hide_header %s;\n%sadd_header %s %s always;\n", indent, name, indent, name, value)
+	}
+	for i, h := range m.Add {
+		name, value, err := header(h, fld.Child("add").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(loc, "%sadd_header %s %s always;\n", indent, name, value)
+	}
+	for i, n := range m.Remove {
+		name, err := headerName(string(n), fld.Child("remove").Index(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(loc, "%sproxy_hide_header %s;\n", indent, name)
+	}
+	return errs
+}
+
+// header checks h's name and quotes its value for nginx.
+func header(h v1.HTTPHeader, fld *field.Path) (name, value string, _ *field.Error) {
+	name, err := headerName(string(h.Name), fld.Child("name"))
+	if err != nil {
+		return "", "", err
+	}
+	value, qerr := nginxArgument(string(h.Value))
+	if qerr != nil {
+		return "", "", field.Invalid(fld.Child("value"), h.Value, qerr.Error())
+	}
+	return name, value, nil
+}
+
+// headerName checks a header name the renderer writes as a bare nginx
+// argument and in a variable's name ($http_...): letters, digits and '-'.
+func headerName(n string, fld *field.Path) (string, *field.Error) {
+	ok := n != "" && len(n) <= maxNginxArgument
+	for i := 0; ok && i < len(n); i++ {
+		c := n[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
+	}
+	if !ok {
+		return "", field.Invalid(fld, n, "the renderer writes only header names of letters, digits and '-'")
+	}
+	return n, nil
+}
+
+// nginxArgument quotes s as one nginx argument, or refuses it: it never
+// escapes. Inside double quotes nginx reads '"' as the end, '\' as an
+// escape and '$' as a variable (which the images' envsubst may also
+// replace); everything else printable is text, ';', '{', '}' and '#'
+// included. Control characters (a newline ends nothing inside quotes, but
+// reaches a header) and bytes past ASCII are refused too, and so is an
+// argument longer than nginx reads (maxNginxArgument).
+func nginxArgument(s string) (string, error) {
+	if len(s) > maxNginxArgument {
+		return "", fmt.Errorf("is %d bytes: the renderer writes at most %d in one nginx argument", len(s), maxNginxArgument)
+	}
+	for i := range len(s) {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '$' {
+			return "", fmt.Errorf("holds %q at byte %d: the renderer writes only printable ASCII without '\"', '\\' or '$' in an nginx argument", c, i)
+		}
+	}
+	return `"` + s + `"`, nil
+}
+
+// rewriteLines are the rewrite directives of a location of a Prefix route
+// with rewritePrefix p that matched path (routepath.MatchPath): the
+// location's request path loses the matched prefix and gains p, and
+// "break" keeps the request in the location, whose proxy_pass then sends
+// nginx's normalised path, escaped again, with the query as sent.
+//
+// path is written inside \Q...\E (PCRE's literal text) in a quoted nginx
+// string: its decoded alphabet (routepath.CheckDecoded) is IsPathByte's
+// ASCII and non-ASCII letters and symbols, so it holds no '\' (which alone
+// could end \Q...\E), '"', '$', '{', '}', ';', '?' or whitespace. (?s) lets
+// '.' match a newline a client percent-encoded (%0A), so that such a path
+// is rewritten too.
+func rewriteLines(l location, path, p string) string {
+	base := strings.TrimSuffix(p, "/")
+	switch {
+	case l.sortKey == "/":
+		return fmt.Sprintf("%srewrite \"^/$\" %s break;\n%srewrite \"(?s)^(/.*)\" \"%s$1\" break;\n", indent, nginxQuoted(p), indent, base)
+	case strings.HasPrefix(l.match, "= "):
+		return fmt.Sprintf("%srewrite \"^\\Q%s\\E$\" %s break;\n", indent, path, nginxQuoted(p))
+	default:
+		return fmt.Sprintf("%srewrite \"(?s)^\\Q%s\\E(/.*)\" \"%s$1\" break;\n", indent, path, base)
+	}
+}
