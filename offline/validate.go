@@ -42,6 +42,10 @@ type Options struct {
 	// Gateways are APIGateways already in a cluster: the input's routes
 	// must not conflict with theirs.
 	Gateways []v1.APIGateway
+	// EachAlone judges each APIGateway as if it were the only one: no
+	// conflicts with Gateways or the input's others (the routes command
+	// decides between them as the reconciler does, Routes).
+	EachAlone bool
 }
 
 // Problem is one error about an object.
@@ -130,7 +134,10 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		opts.Namespace = "default"
 	}
 	annotations, ports := c.related(docs, opts)
-	admitted := slices.Clone(opts.Gateways)
+	var admitted []v1.APIGateway
+	if !opts.EachAlone {
+		admitted = slices.Clone(opts.Gateways)
+	}
 	report := Report{Objects: make([]Object, 0, len(docs))}
 	for _, d := range docs {
 		o := Object{File: d.File, Document: d.Index, APIVersion: d.Object.GetAPIVersion(), Kind: d.Object.GetKind(),
@@ -151,7 +158,9 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		o.Errors, o.Warnings, o.Valid = errs, warnings, len(errs) == 0
 		if o.Valid {
 			o.Gateway = gw
-			admitted = append(admitted, *gw)
+			if !opts.EachAlone {
+				admitted = append(admitted, *gw)
+			}
 		}
 		report.Objects = append(report.Objects, o)
 	}

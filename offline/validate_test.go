@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
@@ -56,6 +57,10 @@ func TestValidate(t *testing.T) {
 		{name: "conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
 			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
 			field: "spec.routes[0]", rule: admit.RuleConflict, text: "already served by APIGateway default/gw"},
+		{name: "each alone: no conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
+			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
+			opts: Options{EachAlone: true, Gateways: []v1.APIGateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "held"},
+				Spec: v1.APIGatewaySpec{Routes: []v1.Route{{Host: "a.example.com", Path: "/", PathType: v1.PathTypePrefix}}}}}}},
 		{name: "unserved version", in: "apiVersion: example.com/v2\nkind: APIGateway\nmetadata: {name: gw}\n", rule: RuleVersion, text: "no matches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
