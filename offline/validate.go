@@ -46,6 +46,10 @@ type Options struct {
 	// conflicts with Gateways or the input's others (the routes command
 	// decides between them as the reconciler does, Routes).
 	EachAlone bool
+	// KeepStatus keeps each admitted APIGateway's status as the input
+	// has it (kubectl get -o yaml writes the claims there), where a create
+	// would drop it: Object.Gateway then carries it.
+	KeepStatus bool
 }
 
 // Problem is one error about an object.
@@ -155,6 +159,9 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		}
 		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults, annotations[o.Namespace],
 			admit.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
+		if len(errs) == 0 && opts.KeepStatus {
+			errs = keepStatus(d.Object, gw)
+		}
 		o.Errors, o.Warnings, o.Valid = errs, warnings, len(errs) == 0
 		if o.Valid {
 			o.Gateway = gw
@@ -165,6 +172,19 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		report.Objects = append(report.Objects, o)
 	}
 	return report
+}
+
+// keepStatus sets gw's status to u's, of either version (their statuses
+// have one shape).
+func keepStatus(u *unstructured.Unstructured, gw *v1.APIGateway) []Problem {
+	status, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(status, &gw.Status); err != nil {
+		return []Problem{{Field: "status", Rule: RuleDecode, Message: err.Error()}}
+	}
+	return nil
 }
 
 // related gathers what the webhooks read from the cluster, from the input:
