@@ -60,7 +60,7 @@ type RouteRow struct {
 	HeldBy string `json:"heldBy,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// ContestedBy are the gateways (namespace/name) that ask for the same
-	// route and lose it to this one.
+	// route and lose it to this one's gateway.
 	ContestedBy []string `json:"contestedBy,omitempty"`
 }
 
@@ -258,7 +258,8 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 }
 
 // markContested names, on the row of each route a gateway serves, the
-// gateways that lose the same route to it.
+// gateways that lose the same route to it (for its host, or for the
+// route).
 func markContested(rows []RouteRow) {
 	type routeOf struct{ gateway, match string }
 	served := map[routeOf]int{}
@@ -268,7 +269,7 @@ func markContested(rows []RouteRow) {
 		}
 	}
 	for _, r := range rows {
-		if r.Served || r.Reason != v1.ReasonRouteConflict {
+		if r.Served || r.HeldBy == "" {
 			continue
 		}
 		if i, ok := served[routeOf{r.HeldBy, rowMatch(&r)}]; ok && !slices.Contains(rows[i].ContestedBy, r.Gateway) {

@@ -106,9 +106,13 @@ func TestRoutesWhoServes(t *testing.T) {
 			},
 		},
 		"another namespace may not route on an owned host": {
-			gws: []v1.APIGateway{agw("team-a", "shop", rt(h, "/", v1.PathTypePrefix, "web", 80)), agw("team-b", "cart", rt(h, "/cart", v1.PathTypePrefix, "cart", 80))},
+			gws: []v1.APIGateway{
+				agw("team-a", "shop", rt(h, "/", v1.PathTypePrefix, "web", 80)),
+				agw("team-b", "cart", rt(h, "/cart", v1.PathTypePrefix, "cart", 80), rt(h, "/", v1.PathTypePrefix, "web", 80)),
+			},
 			want: []string{
-				h + " / Prefix team-a/shop: served",
+				h + " / Prefix team-a/shop: served, contested by team-b/cart",
+				h + " / Prefix team-b/cart: lost to team-a/shop (HostOwned)",
 				h + " /cart Prefix team-b/cart: lost to team-a/shop (HostOwned)",
 			},
 		},

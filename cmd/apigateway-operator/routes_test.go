@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,4 +95,23 @@ func TestRoutesCommandJSON(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.JSONEq(t, `{"routes": []}`, stdout, "no gateway: an empty table")
 	assert.False(t, strings.Contains(stdout, "null"))
+}
+
+// TestREADMEMigrationExample: the migration section's example is an
+// APIGateway validate admits, and its routes table is what routes prints.
+func TestREADMEMigrationExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(data), "\n## Migrating from ingress-nginx\n")
+	require.True(t, ok, "README.md has a migration section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, example, ok := strings.Cut(section, "```yaml\n")
+	require.True(t, ok, "the section has a YAML example")
+	example, _, _ = strings.Cut(example, "```\n")
+	_, console, ok := strings.Cut(section, "$ kubectl apigateway routes -f shop.yaml -f manifests/samples/apigateway_v1.yaml\n")
+	require.True(t, ok, "the section shows routes' output")
+	table, _, _ := strings.Cut(console, "$ ")
+
+	checkRun(t, example, []string{"validate", "-f", "-"}, 0, []string{"apigateway.example.com/shop valid"}, nil)
+	checkRun(t, example, []string{"routes", "-f", "-", "-f", seedSample}, 0, []string{table}, nil)
 }
