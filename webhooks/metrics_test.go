@@ -232,11 +232,15 @@ func TestMutatingWebhookOnlyWhenNeeded(t *testing.T) {
 		},
 		"an upper-case host": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Host = "MATCH.example.com" }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[0].Host) },
+			check: func(t *testing.T, gw *v1.APIGateway) {
+				assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[0].Host)
+			},
 		},
 		"a host with a trailing dot": {
 			change: func(gw *v1.APIGateway) { gw.Spec.Routes[1].Host = "match.example.com." }, wantCalled: true,
-			check: func(t *testing.T, gw *v1.APIGateway) { assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[1].Host) },
+			check: func(t *testing.T, gw *v1.APIGateway) {
+				assert.Equal(t, v1.Hostname("match.example.com"), gw.Spec.Routes[1].Host)
+			},
 		},
 		"an upper-case TLS host": {
 			change: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts[0] = "Match.Example.com" }, wantCalled: true,

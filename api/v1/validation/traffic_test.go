@@ -42,11 +42,15 @@ func TestValidateTraffic(t *testing.T) {
 			r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 60), backend("b", 80, 40)}
 		}},
 		"weights over 100": {
-			mutate: func(r *v1.Route) { r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 60), backend("b", 80, 41)} },
-			want:   []wantErr{{"spec.routes[0].additionalBackends", invalid, "add up to more than 100", RuleAdditionalBackends}},
+			mutate: func(r *v1.Route) {
+				r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 60), backend("b", 80, 41)}
+			},
+			want: []wantErr{{"spec.routes[0].additionalBackends", invalid, "add up to more than 100", RuleAdditionalBackends}},
 		},
 		"a weight out of range": {
-			mutate: func(r *v1.Route) { r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, -1), backend("b", 80, 101)} },
+			mutate: func(r *v1.Route) {
+				r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, -1), backend("b", 80, 101)}
+			},
 			want: []wantErr{
 				{"spec.routes[0].additionalBackends[0].weight", invalid, "from 0 to 100", RuleAdditionalBackends},
 				{"spec.routes[0].additionalBackends[1].weight", invalid, "from 0 to 100", RuleAdditionalBackends},
@@ -57,8 +61,10 @@ func TestValidateTraffic(t *testing.T) {
 			want:   []wantErr{{"spec.routes[0].additionalBackends[0]", duplicate, "as backendService", RuleAdditionalBackends}},
 		},
 		"a backend twice": {
-			mutate: func(r *v1.Route) { r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 10), backend("a", 80, 10)} },
-			want:   []wantErr{{"spec.routes[0].additionalBackends[1]", duplicate, "as additionalBackends[0]", RuleAdditionalBackends}},
+			mutate: func(r *v1.Route) {
+				r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 10), backend("a", 80, 10)}
+			},
+			want: []wantErr{{"spec.routes[0].additionalBackends[1]", duplicate, "as additionalBackends[0]", RuleAdditionalBackends}},
 		},
 		"a bad backend": {
 			mutate: func(r *v1.Route) { r.AdditionalBackends = []v1.WeightedBackend{backend("9a", 0, 10)} },

@@ -252,8 +252,10 @@ func TestValidate(t *testing.T) {
 			want:   []wantErr{{"spec.routes[1].backendService.name", invalid, "must be a DNS-1035 label", RuleBackendName}},
 		},
 		"backend name too long": {
-			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Name = v1.ServiceName(strings.Repeat("a", 64)) },
-			want:   []wantErr{{"spec.routes[1].backendService.name", field.ErrorTypeTooLong, "may not be more than 63 bytes", RuleBackendName}},
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[1].BackendService.Name = v1.ServiceName(strings.Repeat("a", 64))
+			},
+			want: []wantErr{{"spec.routes[1].backendService.name", field.ErrorTypeTooLong, "may not be more than 63 bytes", RuleBackendName}},
 		},
 		"backend port 0": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService.Port = 0 },
