@@ -3,10 +3,13 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
@@ -14,10 +17,17 @@ import (
 	"example.com/apigateway-operator/api/v1/validation"
 )
 
-// Gateway API's limits on one HTTPRoute (its CRD's schema).
+// Gateway API's limits on one HTTPRoute (its CRD's schema): rules, and
+// the matches of one rule. (It also allows 128 matches in all; a host has
+// at most 100 paths.)
 const (
-	maxHTTPRouteRules = 16
+	maxHTTPRouteRules       = 16
+	maxHTTPRouteRuleMatches = 64
 )
+
+// nginxDefaultTimeoutSeconds is nginx's proxy_connect_timeout and
+// proxy_read_timeout, which a route that leaves one unset gets.
+const nginxDefaultTimeoutSeconds = 60
 
 // desiredHTTPRoutes are gw's HTTPRoutes, for exposure type HTTPRoute: one
 // per route host, in host order, each matching that host's paths and
@@ -79,34 +89,189 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 	return out
 }
 
-// httpRouteRules match paths, one rule per path, all to Service N port 80.
-// A host with more paths than an HTTPRoute may have rules shares them out
-// in order, several matches a rule: the matches of a rule are alternatives
-// and every rule has the same backend, so the requests matched are the
-// same. 100 paths (the most a gateway has) fit Gateway API's 128 matches.
+// httpRouteRules match paths, all to Service N port 80, in at most 16
+// rules. A rule's matches are alternatives and every rule has the same
+// backend, so how paths are shared out over rules changes no request's
+// route, only the rule's timeouts: paths whose routes set timeouts go to
+// rules of their request timeout (ruleGroups), the others to rules
+// without one. Within a group, one rule per path while they fit, else
+// several paths a rule, in order (ruleSize). 100 paths (the most a
+// gateway has) fit Gateway API's 128 matches.
 //
 // The backend's group, kind and weight are the schema's defaults, spelt
 // out: rules is an atomic list, so the operator owns it whole, defaults
 // included, and what it last applied would otherwise never equal what it
 // wants (every reconcile would apply again).
 func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
-	perRule := (len(paths) + maxHTTPRouteRules - 1) / maxHTTPRouteRules
+	groups := ruleGroups(gw, paths)
+	perRule := ruleSize(groups)
 	var rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
-	for start := 0; start < len(paths); start += perRule {
-		rule := gatewayv1ac.HTTPRouteRule().WithBackendRefs(gatewayv1ac.HTTPBackendRef().
-			WithGroup("").
-			WithKind("Service").
-			WithName(gatewayv1.ObjectName(gw.Name)).
-			WithPort(servicePort).
-			WithWeight(1))
-		for _, p := range paths[start:min(start+perRule, len(paths))] {
-			rule.WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().
-				WithType(httpPathType(p.pathType)).
-				WithValue(httpRoutePath(p.path))))
+	for _, g := range groups {
+		for start := 0; start < len(g.paths); start += perRule {
+			rule := gatewayv1ac.HTTPRouteRule().WithBackendRefs(gatewayv1ac.HTTPBackendRef().
+				WithGroup("").
+				WithKind("Service").
+				WithName(gatewayv1.ObjectName(gw.Name)).
+				WithPort(servicePort).
+				WithWeight(1))
+			for _, p := range g.paths[start:min(start+perRule, len(g.paths))] {
+				rule.WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().
+					WithType(httpPathType(p.pathType)).
+					WithValue(httpRoutePath(p.path))))
+			}
+			if g.seconds > 0 {
+				rule.WithTimeouts(gatewayv1ac.HTTPRouteTimeouts().WithRequest(gatewayDuration(g.seconds)))
+			}
+			rules = append(rules, rule)
 		}
-		rules = append(rules, rule)
 	}
 	return rules
+}
+
+// ruleGroup is paths whose rules share a request timeout, in seconds; 0
+// for paths whose routes set no timeouts, which get none.
+type ruleGroup struct {
+	seconds int32
+	paths   []ingressPath
+}
+
+// ruleGroups groups paths by the request timeout of the route nginx
+// serves each from (requestSeconds): first the paths without one, then
+// by timeout, shortest first, each group's paths in their order.
+//
+// More timeouts than fit Gateway API's limits are merged, the two
+// closest first, into the longer: a longer request timeout is safe, since
+// nginx still ends the request at the route's own timeouts (and answers
+// 504), while a shorter one would let the Gateway cut a request nginx
+// still waits for. Paths without timeouts are never merged into a group
+// that has one: their Gateway keeps its own default, as before timeouts
+// existed.
+func ruleGroups(gw *v1.APIGateway, paths []ingressPath) []ruleGroup {
+	seconds := make([]int32, len(paths))
+	var distinct []int32
+	for i, p := range paths {
+		seconds[i] = requestSeconds(&gw.Spec.Routes[p.route])
+		if seconds[i] > 0 && !slices.Contains(distinct, seconds[i]) {
+			distinct = append(distinct, seconds[i])
+		}
+	}
+	slices.Sort(distinct)
+	for len(distinct) > 1 && !fitsRules(groupSizes(seconds, distinct)) {
+		closest := 0
+		for i := 1; i+1 < len(distinct); i++ {
+			if distinct[i+1]-distinct[i] < distinct[closest+1]-distinct[closest] {
+				closest = i
+			}
+		}
+		for i, s := range seconds {
+			if s == distinct[closest] {
+				seconds[i] = distinct[closest+1]
+			}
+		}
+		distinct = slices.Delete(distinct, closest, closest+1)
+	}
+	var groups []ruleGroup
+	for _, s := range append([]int32{0}, distinct...) {
+		g := ruleGroup{seconds: s}
+		for i, p := range paths {
+			if seconds[i] == s {
+				g.paths = append(g.paths, p)
+			}
+		}
+		if len(g.paths) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// groupSizes are the number of paths without a timeout and with each of
+// distinct.
+func groupSizes(seconds, distinct []int32) []int {
+	sizes := make([]int, len(distinct)+1)
+	for _, s := range seconds {
+		if s == 0 {
+			sizes[0]++
+		} else {
+			sizes[1+slices.Index(distinct, s)]++
+		}
+	}
+	return sizes
+}
+
+// ruleSize is the fewest paths a rule must hold for groups to fit
+// Gateway API's 16 rules, every group in rules of its own: 1 (a rule per
+// path) while they fit.
+func ruleSize(groups []ruleGroup) int {
+	sizes := make([]int, len(groups))
+	for i, g := range groups {
+		sizes[i] = len(g.paths)
+	}
+	return minRuleSize(sizes)
+}
+
+// minRuleSize is the fewest paths a rule must hold for groups of sizes
+// to fit in 16 rules; for one group of n paths, ceil(n/16).
+func minRuleSize(sizes []int) int {
+	perRule := 1
+	for rulesNeeded(sizes, perRule) > maxHTTPRouteRules {
+		perRule++
+	}
+	return perRule
+}
+
+func rulesNeeded(sizes []int, perRule int) int {
+	n := 0
+	for _, s := range sizes {
+		n += (s + perRule - 1) / perRule
+	}
+	return n
+}
+
+// fitsRules reports whether groups of sizes fit in 16 rules of at most
+// 64 matches each.
+func fitsRules(sizes []int) bool {
+	groups := 0
+	for _, s := range sizes {
+		if s > 0 {
+			groups++
+		}
+	}
+	return groups <= maxHTTPRouteRules && minRuleSize(sizes) <= maxHTTPRouteRuleMatches
+}
+
+// requestSeconds is the longest nginx may wait for r's backend before
+// it answers: the time to connect plus the time to the first byte of
+// the answer, each the route's or nginx's default when unset; 0 when r
+// sets no timeouts (the Gateway's own default then applies, as before
+// the field existed). An answer that keeps streaming may last longer
+// (nginx's read timeout is between two reads): a Gateway that enforces
+// its request timeout on the whole answer cuts such one.
+func requestSeconds(r *v1.Route) int32 {
+	t := r.Timeouts
+	if t == nil || (t.ConnectSeconds == nil && t.ReadSeconds == nil) {
+		return 0
+	}
+	return ptr.Deref(t.ConnectSeconds, nginxDefaultTimeoutSeconds) + ptr.Deref(t.ReadSeconds, nginxDefaultTimeoutSeconds)
+}
+
+// gatewayDuration writes seconds as a Gateway API Duration (GEP-2257):
+// each unit once, the largest first, so 75 is 1m15s and 3675 1h1m15s.
+func gatewayDuration(seconds int32) gatewayv1.Duration {
+	var b strings.Builder
+	for _, u := range []struct {
+		unit string
+		size int32
+	}{{"h", 3600}, {"m", 60}, {"s", 1}} {
+		if n := seconds / u.size; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.unit)
+			seconds -= n * u.size
+		}
+	}
+	if b.Len() == 0 {
+		return "0s"
+	}
+	return gatewayv1.Duration(b.String())
 }
 
 func httpPathType(pt networkingv1.PathType) gatewayv1.PathMatchType {

@@ -443,3 +443,66 @@ func TestARefusedGatewayHoldsNothing(t *testing.T) {
 	waitCondition(t, admitted, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 	waitHTTPRoutes(t, admitted, map[string][]string{host: {"PathPrefix / -> shop:80"}})
 }
+
+// TestHTTPRouteTimeoutsReachTheGateway: the request timeouts of routes
+// that set timeouts are in the HTTPRoute the API server stores, through
+// Gateway API's own schema (its Duration pattern, 16 rules, 128 matches),
+// including a host whose 100 routes each set their own; applying again
+// writes nothing (the API server keeps a Duration as written).
+func TestHTTPRouteTimeoutsReachTheGateway(t *testing.T) {
+	op := startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "httproute-timeouts")
+	const host = "timeouts.example.com"
+	gw := createHTTPRouteGateway(t, ns, "slow", []v1.ParentGatewayReference{{Name: "public"}},
+		route(host, "/plain", v1.PathTypePrefix, "plain", 80),
+		withTimeouts(route(host, "/fast", v1.PathTypeExact, "fast", 80), 5, 10),
+		withTimeouts(route(host, "/reports", v1.PathTypePrefix, "reports", 80), 0, 3600))
+	routes := waitHTTPRoutes(t, gw, map[string][]string{host: {"Exact /fast -> slow:80", "PathPrefix /plain -> slow:80", "PathPrefix /reports -> slow:80"}})
+	assert.Equal(t, map[string]string{"PathPrefix /plain": "", "Exact /fast": "15s", "PathPrefix /reports": "1h1m"}, matchTimeouts(t, routes[host]))
+	waitObserved(t, gw)
+	waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+	assertReconcilesWriteNothing(t, op, gw)
+
+	t.Run("a timeout changed is applied", func(t *testing.T) {
+		patchSpec(t, gw, `{"spec":{"routes":[
+			{"host":"`+host+`","path":"/plain","pathType":"Prefix","backendService":{"name":"plain","port":80},"timeouts":{"connectSeconds":2}}]}}`)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			routes, err := httpRoutesOf(ctx, gw)
+			require.NoError(c, err)
+			require.Contains(c, routes, host)
+			require.Len(c, routes[host].Spec.Rules, 1)
+			assert.Equal(c, &gatewayv1.HTTPRouteTimeouts{Request: ptr.To(gatewayv1.Duration("1m2s"))}, routes[host].Spec.Rules[0].Timeouts)
+		}, waitFor, tick)
+	})
+
+	t.Run("100 routes with 100 timeouts on one host", func(t *testing.T) {
+		paths := manyPaths("many-timeouts.example.com", 100)
+		for i := range paths {
+			paths[i] = withTimeouts(paths[i], int32(i%75+1), int32(i*36+1))
+		}
+		many := createHTTPRouteGateway(t, ns, "many", []v1.ParentGatewayReference{{Name: "public"}}, paths...)
+		waitObserved(t, many)
+		waitCondition(t, many, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+		routes, err := httpRoutesOf(ctx, many)
+		require.NoError(t, err)
+		r := routes["many-timeouts.example.com"]
+		require.NotNil(t, r)
+		assert.Len(t, r.Spec.Rules, 16)
+		assert.Len(t, matchTimeouts(t, r), 100)
+	})
+
+	t.Run("the schema refuses what is not a Gateway API Duration", func(t *testing.T) {
+		// The check the test relies on: these would have been refused.
+		for _, d := range []string{"75", "1.5s", "1d", "-1s"} {
+			r := &gatewayv1.HTTPRoute{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-duration"},
+				Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{{
+					Timeouts: &gatewayv1.HTTPRouteTimeouts{Request: ptr.To(gatewayv1.Duration(d))},
+				}}},
+			}
+			err := env.Client.Create(ctx, r)
+			assert.True(t, apierrors.IsInvalid(err), "%q: %v", d, err)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -543,5 +544,217 @@ func TestExposedMessageIsBounded(t *testing.T) {
 			assert.Contains(t, c.Message, tc.wantInside)
 			assert.Contains(t, c.Message, "h000.example.com", "the first refused route is named")
 		})
+	}
+}
+
+// gatewayAPIDuration is the pattern of Gateway API's Duration (GEP-2257),
+// which the HTTPRoute schema holds a rule's timeouts to.
+var gatewayAPIDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// withTimeouts is r with timeouts connect and read seconds (0: unset).
+func withTimeouts(r v1.Route, connect, read int32) v1.Route {
+	r.Timeouts = &v1.RouteTimeouts{}
+	if connect > 0 {
+		r.Timeouts.ConnectSeconds = ptr.To(connect)
+	}
+	if read > 0 {
+		r.Timeouts.ReadSeconds = ptr.To(read)
+	}
+	return r
+}
+
+// matchTimeouts are the request timeout of the rule of each of r's
+// matches ("type value"), "" for a rule without one, after checking each
+// is a Gateway API Duration.
+func matchTimeouts(t *testing.T, r *gatewayv1.HTTPRoute) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, rule := range r.Spec.Rules {
+		timeout := ""
+		if rule.Timeouts != nil {
+			require.NotNil(t, rule.Timeouts.Request, "a rule with timeouts has a request timeout")
+			assert.Nil(t, rule.Timeouts.BackendRequest, "only the request timeout is set")
+			timeout = string(*rule.Timeouts.Request)
+			assert.Regexp(t, gatewayAPIDuration, timeout)
+		}
+		for _, m := range rule.Matches {
+			out[string(*m.Path.Type)+" "+*m.Path.Value] = timeout
+		}
+	}
+	return out
+}
+
+// TestHTTPRouteTimeouts: a route's rule has a request timeout of its
+// connect and read timeouts together (nginx's 60 s for the one unset), so
+// the parent Gateway does not cut a request nginx still waits for; a route
+// without timeouts gets none, as before they existed.
+func TestHTTPRouteTimeouts(t *testing.T) {
+	h := "h.example.com"
+	tests := map[string]struct {
+		routes []v1.Route
+		want   map[string]string
+	}{
+		"no timeouts": {
+			routes: []v1.Route{route(h, "/a", v1.PathTypePrefix, "a", 80), route(h, "/b", v1.PathTypeExact, "b", 80)},
+			want:   map[string]string{"PathPrefix /a": "", "Exact /b": ""},
+		},
+		"both set": {
+			routes: []v1.Route{withTimeouts(route(h, "/a", v1.PathTypePrefix, "a", 80), 5, 10)},
+			want:   map[string]string{"PathPrefix /a": "15s"},
+		},
+		"read only: connect is nginx's 60 s": {
+			routes: []v1.Route{withTimeouts(route(h, "/a", v1.PathTypePrefix, "a", 80), 0, 300)},
+			want:   map[string]string{"PathPrefix /a": "6m"},
+		},
+		"connect only: read is nginx's 60 s": {
+			routes: []v1.Route{withTimeouts(route(h, "/a", v1.PathTypePrefix, "a", 80), 15, 0)},
+			want:   map[string]string{"PathPrefix /a": "1m15s"},
+		},
+		"the longest the API allows": {
+			routes: []v1.Route{withTimeouts(route(h, "/a", v1.PathTypePrefix, "a", 80), 75, 3600)},
+			want:   map[string]string{"PathPrefix /a": "1h1m15s"},
+		},
+		"timeouts without a value set none": {
+			routes: []v1.Route{withTimeouts(route(h, "/a", v1.PathTypePrefix, "a", 80), 0, 0)},
+			want:   map[string]string{"PathPrefix /a": ""},
+		},
+		"each route its own, beside routes without": {
+			routes: []v1.Route{
+				route(h, "/plain", v1.PathTypePrefix, "plain", 80),
+				withTimeouts(route(h, "/slow", v1.PathTypePrefix, "slow", 80), 5, 600),
+				withTimeouts(route(h, "/fast", v1.PathTypeExact, "fast", 80), 1, 2),
+				withTimeouts(route(h, "/also-fast", v1.PathTypePrefix, "fast", 80), 2, 1),
+				route(h, "/", v1.PathTypePrefix, "web", 80),
+			},
+			want: map[string]string{"PathPrefix /plain": "", "PathPrefix /": "", "PathPrefix /slow": "10m5s",
+				"Exact /fast": "3s", "PathPrefix /also-fast": "3s"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			gw := httpRouteGateway("gw", publicGateway, tc.routes...)
+			r := builtHTTPRoutes(t, gw)[h]
+			require.NotNil(t, r)
+			assert.Equal(t, tc.want, matchTimeouts(t, r))
+			assert.Len(t, r.Spec.Rules, len(tc.routes), "one rule per path while they fit")
+		})
+	}
+}
+
+// TestHTTPRouteTimeoutsFollowTheServedRoute: of two routes nginx serves
+// alike, the rule takes the timeouts of the one whose backend nginx
+// sends the requests to.
+func TestHTTPRouteTimeoutsFollowTheServedRoute(t *testing.T) {
+	h := "h.example.com"
+	for _, order := range [][2]int{{0, 1}, {1, 0}} {
+		routes := []v1.Route{
+			withTimeouts(route(h, "/users", v1.PathTypePrefix, "users", 8080), 1, 9),
+			withTimeouts(route(h, "/%75sers/", v1.PathTypePrefix, "users-v2", 8080), 1, 99),
+		}
+		gw := httpRouteGateway("gw", publicGateway, routes[order[0]], routes[order[1]])
+		config, err := renderConfig(gw, renderOptions{})
+		require.NoError(t, err)
+		usersServed := strings.Contains(config, `"users.shop.svc.`)
+		v2Served := strings.Contains(config, `"users-v2.shop.svc.`)
+		require.NotEqual(t, usersServed, v2Served, "nginx serves /users from one route:\n%s", config)
+		served, want := "users", "10s"
+		if v2Served {
+			served, want = "users-v2", "1m40s"
+		}
+		assert.Equal(t, map[string]string{"PathPrefix /users": want}, matchTimeouts(t, builtHTTPRoutes(t, gw)[h]),
+			"the timeouts of %s, whose backend nginx uses", served)
+	}
+}
+
+// TestHTTPRouteTimeoutsWithinGatewayAPILimits: however many timeouts a
+// host's routes set, its HTTPRoute has at most 16 rules of at most 64
+// matches, every path once, no path in a rule with a shorter request
+// timeout than its own route's (a longer one is safe: nginx ends the
+// request first), and no path without timeouts in a rule with one.
+func TestHTTPRouteTimeoutsWithinGatewayAPILimits(t *testing.T) {
+	const h = "many.example.com"
+	tests := map[string]struct {
+		n       int
+		timeout func(i int) (connect, read int32) // 0, 0: none
+		exact   bool                              // every path keeps exactly its own timeout
+	}{
+		"15 timeouts and paths without": {n: 100, exact: true, timeout: func(i int) (int32, int32) {
+			if i%10 == 0 && i < 150 {
+				return 1, int32(i + 1)
+			}
+			return 0, 0
+		}},
+		"16 timeouts, none without": {n: 16, exact: true, timeout: func(i int) (int32, int32) { return 1, int32(i + 1) }},
+		"100 timeouts":              {n: 100, timeout: func(i int) (int32, int32) { return 1, int32(i*7 + 1) }},
+		"100 timeouts, a path without": {n: 100, timeout: func(i int) (int32, int32) {
+			if i == 50 {
+				return 0, 0
+			}
+			return int32(i%75 + 1), int32(i * 30)
+		}},
+		"85 without, 15 timeouts": {n: 100, timeout: func(i int) (int32, int32) {
+			if i < 85 {
+				return 0, 0
+			}
+			return 1, int32(i)
+		}},
+		"85 with one timeout, 15 others": {n: 100, timeout: func(i int) (int32, int32) {
+			if i < 85 {
+				return 5, 5
+			}
+			return 1, int32(i)
+		}},
+		"17 timeouts, one path each": {n: 17, timeout: func(i int) (int32, int32) { return 1, int32(i + 1) }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			routes := manyPaths(h, tc.n)
+			own := map[string]int32{} // seconds, by match
+			for i := range routes {
+				if c, r := tc.timeout(i); c > 0 || r > 0 {
+					routes[i] = withTimeouts(routes[i], c, r)
+				}
+				own[fmt.Sprintf("PathPrefix /p%03d", i)] = requestSeconds(&routes[i])
+			}
+			r := builtHTTPRoutes(t, httpRouteGateway("many", publicGateway, routes...))[h]
+			require.NotNil(t, r)
+			assert.LessOrEqual(t, len(r.Spec.Rules), 16, "rules")
+			total := 0
+			for _, rule := range r.Spec.Rules {
+				assert.LessOrEqual(t, len(rule.Matches), 64, "matches of a rule")
+				total += len(rule.Matches)
+			}
+			assert.Equal(t, tc.n, total, "every path once")
+			got := matchTimeouts(t, r)
+			require.Len(t, got, tc.n)
+			for match, seconds := range own {
+				timeout, ok := got[match]
+				require.True(t, ok, "%s is missing", match)
+				if seconds == 0 {
+					assert.Empty(t, timeout, "%s sets no timeouts", match)
+					continue
+				}
+				require.NotEmpty(t, timeout, "%s lost its timeout", match)
+				d, err := time.ParseDuration(timeout)
+				require.NoError(t, err)
+				assert.GreaterOrEqual(t, d, time.Duration(seconds)*time.Second, "%s: shorter than nginx waits", match)
+				if tc.exact {
+					assert.Equal(t, time.Duration(seconds)*time.Second, d, "%s: room for its own", match)
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayDuration(t *testing.T) {
+	for seconds, want := range map[int32]string{
+		0: "0s", 1: "1s", 59: "59s", 60: "1m", 75: "1m15s", 120: "2m", 3600: "1h", 3601: "1h1s", 3660: "1h1m", 3675: "1h1m15s",
+	} {
+		got := string(gatewayDuration(seconds))
+		assert.Equal(t, want, got, "%d s", seconds)
+		assert.Regexp(t, gatewayAPIDuration, got)
+		d, err := time.ParseDuration(got)
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(seconds)*time.Second, d, "%s", got)
 	}
 }

@@ -55,6 +55,16 @@ func desiredIngress(gw *v1.APIGateway) *networkingv1ac.IngressApplyConfiguration
 type ingressPath struct {
 	path     string
 	pathType networkingv1.PathType
+	// route is the index in spec.routes of the route nginx serves the
+	// path from: of routes that match alike, the first in the renderer's
+	// order (buildServers), which the HTTPRoutes take its timeouts from.
+	route int
+}
+
+// pathKey is what makes an ingressPath distinct.
+type pathKey struct {
+	path     string
+	pathType networkingv1.PathType
 }
 
 // ingressPaths are each host's distinct paths, sorted by path and then
@@ -63,8 +73,12 @@ type ingressPath struct {
 // the reconciler reports that, so the Ingress never names a path nginx
 // would not serve.
 func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
-	seen := map[string]map[ingressPath]bool{}
-	for _, r := range gw.Spec.Routes {
+	// In the renderer's order, so that the first route of a path is the
+	// one nginx serves it from.
+	routes := indexRoutes(gw.Spec.Routes)
+	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
+	seen := map[string]map[pathKey]int{}
+	for _, r := range routes {
 		pathType, ok := ingressPathType(r.PathType)
 		if !ok {
 			continue
@@ -74,15 +88,18 @@ func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 			continue
 		}
 		if seen[string(r.Host)] == nil {
-			seen[string(r.Host)] = map[ingressPath]bool{}
+			seen[string(r.Host)] = map[pathKey]int{}
 		}
-		seen[string(r.Host)][ingressPath{path: path, pathType: pathType}] = true
+		key := pathKey{path: path, pathType: pathType}
+		if _, dup := seen[string(r.Host)][key]; !dup {
+			seen[string(r.Host)][key] = r.index
+		}
 	}
 	out := make(map[string][]ingressPath, len(seen))
 	for host, set := range seen {
 		paths := make([]ingressPath, 0, len(set))
-		for p := range set {
-			paths = append(paths, p)
+		for k, route := range set {
+			paths = append(paths, ingressPath{path: k.path, pathType: k.pathType, route: route})
 		}
 		sort.Slice(paths, func(i, j int) bool {
 			if paths[i].path != paths[j].path {

@@ -42,6 +42,14 @@ type Options struct {
 	// Gateways are APIGateways already in a cluster: the input's routes
 	// must not conflict with theirs.
 	Gateways []v1.APIGateway
+	// EachAlone judges each APIGateway as if it were the only one: no
+	// conflicts with Gateways or the input's others (the routes command
+	// decides between them as the reconciler does, Routes).
+	EachAlone bool
+	// KeepStatus keeps each admitted APIGateway's status as the input
+	// has it (kubectl get -o yaml writes the claims there), where a create
+	// would drop it: Object.Gateway then carries it.
+	KeepStatus bool
 }
 
 // Problem is one error about an object.
@@ -130,7 +138,10 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		opts.Namespace = "default"
 	}
 	annotations, ports := c.related(docs, opts)
-	admitted := slices.Clone(opts.Gateways)
+	var admitted []v1.APIGateway
+	if !opts.EachAlone {
+		admitted = slices.Clone(opts.Gateways)
+	}
 	report := Report{Objects: make([]Object, 0, len(docs))}
 	for _, d := range docs {
 		o := Object{File: d.File, Document: d.Index, APIVersion: d.Object.GetAPIVersion(), Kind: d.Object.GetKind(),
@@ -148,14 +159,32 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 		}
 		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults, annotations[o.Namespace],
 			admit.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
+		if len(errs) == 0 && opts.KeepStatus {
+			errs = keepStatus(d.Object, gw)
+		}
 		o.Errors, o.Warnings, o.Valid = errs, warnings, len(errs) == 0
 		if o.Valid {
 			o.Gateway = gw
-			admitted = append(admitted, *gw)
+			if !opts.EachAlone {
+				admitted = append(admitted, *gw)
+			}
 		}
 		report.Objects = append(report.Objects, o)
 	}
 	return report
+}
+
+// keepStatus sets gw's status to u's, of either version (their statuses
+// have one shape).
+func keepStatus(u *unstructured.Unstructured, gw *v1.APIGateway) []Problem {
+	status, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(status, &gw.Status); err != nil {
+		return []Problem{{Field: "status", Rule: RuleDecode, Message: err.Error()}}
+	}
+	return nil
 }
 
 // related gathers what the webhooks read from the cluster, from the input:

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/apigateway-operator/admit"
 	v1 "example.com/apigateway-operator/api/v1"
@@ -56,6 +58,10 @@ func TestValidate(t *testing.T) {
 		{name: "conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
 			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
 			field: "spec.routes[0]", rule: admit.RuleConflict, text: "already served by APIGateway default/gw"},
+		{name: "each alone: no conflict with an earlier gateway", in: gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n---\n" +
+			strings.Replace(gwHead, "name: gw", "name: gw2", 1) + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: t, port: 80}}\n",
+			opts: Options{EachAlone: true, Gateways: []v1.APIGateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "held"},
+				Spec: v1.APIGatewaySpec{Routes: []v1.Route{{Host: "a.example.com", Path: "/", PathType: v1.PathTypePrefix}}}}}}},
 		{name: "unserved version", in: "apiVersion: example.com/v2\nkind: APIGateway\nmetadata: {name: gw}\n", rule: RuleVersion, text: "no matches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +104,32 @@ func TestValidateDefaults(t *testing.T) {
 	assert.Equal(t, v1.Hostname("a.example.com"), gw.Spec.Routes[0].Host)
 	assert.Equal(t, v1.HTTPPath("/"), gw.Spec.Routes[0].Path)
 	assert.Contains(t, strings.Join(r.Objects[1].Warnings, "\n"), "spec.replicas: 1")
+}
+
+// TestValidateKeepStatus: with KeepStatus an admitted gateway keeps the
+// status the input gives it, of either version; without, it has none, as
+// after a create.
+func TestValidateKeepStatus(t *testing.T) {
+	status := "status:\n  observedGeneration: 4\n  claims:\n    routes:\n    - {route: Prefix a.example.com/x, since: '2026-01-02T03:04:05.000006Z', lost: true}\n"
+	for _, head := range []string{gwHead + "spec:\n  routes:\n  - {host: a.example.com, path: /x, backendService: {name: s, port: 80}}\n",
+		alphaHead + "spec:\n  routes:\n  - {host: a.example.com, prefix: /x, serviceName: s, servicePort: 80}\n"} {
+		r := check(t, head+status, Options{KeepStatus: true})
+		require.True(t, r.Valid(), "%+v", r.Objects)
+		gw := r.Objects[0].Gateway
+		assert.Equal(t, int64(4), gw.Status.ObservedGeneration)
+		require.NotNil(t, gw.Status.Claims)
+		require.Len(t, gw.Status.Claims.Routes, 1)
+		c := gw.Status.Claims.Routes[0]
+		assert.Equal(t, "Prefix a.example.com/x", c.Route)
+		assert.True(t, c.Lost)
+		assert.True(t, c.Since.Time.Equal(time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)), "%v", c.Since)
+
+		r = check(t, head+status, Options{})
+		require.True(t, r.Valid(), "%+v", r.Objects)
+		assert.Nil(t, r.Objects[0].Gateway.Status.Claims, "a create drops the status")
+	}
+	r := check(t, gwHead+"spec:\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\nstatus: {claims: {routes: [{route: 7}]}}\n", Options{KeepStatus: true})
+	assert.False(t, r.Valid(), "a status of the wrong shape is refused")
 }
 
 // TestSamplesOffline: the samples' documented errors come out of the

@@ -24,6 +24,7 @@ var commands = []command{
 	{name: "convert", summary: "rewrite APIGateways in another API version, as the conversion webhook does", run: runConvert},
 	{name: "render", summary: "print the children the operator would create for APIGateways (ConfigMap, Deployment, Service, Ingress)", run: runRender},
 	{name: "reloader", summary: "run inside a gateway pod: start nginx and reload it in place when its configuration changes", run: runReloader},
+	{name: "routes", summary: "print the route table of a cluster or of files: backends, timeouts, and which gateway serves each route", run: runRoutes},
 }
 
 // pluginName is the binary's name as a kubectl plugin: `kubectl apigateway

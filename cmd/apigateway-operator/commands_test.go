@@ -25,6 +25,7 @@ func TestSubcommand(t *testing.T) {
 		{argv0: "/bin/apigateway-operator", args: []string{"--leader-elect"}, want: "-"},
 		{argv0: "/bin/apigateway-operator", args: []string{"validate", "-f", "x"}, want: "validate", wantArgs: []string{"-f", "x"}},
 		{argv0: "apigateway-operator", args: []string{"convert"}, want: "convert", wantArgs: []string{}},
+		{argv0: "/usr/local/bin/kubectl-apigateway", args: []string{"routes", "-o", "json"}, want: "routes", wantArgs: []string{"-o", "json"}},
 		{argv0: "/usr/local/bin/kubectl-apigateway", args: []string{"validate"}, want: "validate", wantArgs: []string{}},
 		{argv0: "kubectl-apigateway", args: nil, want: ""},
 		{argv0: "kubectl-apigateway", args: []string{"--webhook-port=1"}, want: "", wantArgs: []string{"--webhook-port=1"}},
@@ -179,9 +180,14 @@ func TestPluginBinary(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "apigateway.example.com/my-app-gateway valid")
 
+	out, err = exec.Command(plugin, "routes", "-f", samples).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "default/my-app-gateway")
+
 	out, err = exec.Command(plugin, "--help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "Usage: kubectl apigateway COMMAND")
+	assert.Contains(t, string(out), "routes")
 
 	err = exec.Command(plugin).Run()
 	var exit *exec.ExitError

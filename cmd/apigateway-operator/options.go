@@ -106,8 +106,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.reloaderImage, "reloader-image", "", "Image whose binary the gateway pods run as the reloader of their nginx (an init container copies it). Empty: the operator's own image, read from its Pod (POD_NAMESPACE, POD_NAME); outside a pod, "+fallbackReloaderImage+".")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
-	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), "Who may route on a host: Strict, the namespace whose APIGateway claimed it first (a wildcard claims the names it matches), and other namespaces only under the path prefixes it lends them (spec.delegations); "+
-		"or InterNamespaceAllowed, every namespace, competing only for identical routes (unsafe among untrusted tenants: a longer path, or an exact host under a wildcard, takes requests from the host's owner).")
+	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
@@ -137,12 +136,11 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.Namespaces = o.namespaces
-	switch p := ownership.Policy(o.ownership); p {
-	case ownership.Strict, ownership.InterNamespaceAllowed:
-		o.controller.Policy, o.webhooks.Policy = p, p
-	default:
-		return fmt.Errorf("--namespace-ownership: want %s or %s, got %q", ownership.Strict, ownership.InterNamespaceAllowed, o.ownership)
+	p, err := parseOwnership(o.ownership)
+	if err != nil {
+		return err
 	}
+	o.controller.Policy, o.webhooks.Policy = p, p
 	o.certs.ClusterDomain = o.clusterDomain
 	o.controller.DefaultImage = o.webhooks.DefaultImage
 	o.webhooks.Tracing = tracing.Enabled(o.otlpEndpoint)
@@ -340,4 +338,18 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 		opts.LeaderElectionResourceLockInterface = lock
 	}
 	return opts
+}
+
+// namespaceOwnershipUsage is --namespace-ownership's, of the operator and
+// of the routes command.
+const namespaceOwnershipUsage = "Who may route on a host: Strict, the namespace whose APIGateway claimed it first (a wildcard claims the names it matches), and other namespaces only under the path prefixes it lends them (spec.delegations); " +
+	"or InterNamespaceAllowed, every namespace, competing only for identical routes (unsafe among untrusted tenants: a longer path, or an exact host under a wildcard, takes requests from the host's owner)."
+
+// parseOwnership is --namespace-ownership's value.
+func parseOwnership(s string) (ownership.Policy, error) {
+	switch p := ownership.Policy(s); p {
+	case ownership.Strict, ownership.InterNamespaceAllowed:
+		return p, nil
+	}
+	return "", fmt.Errorf("--namespace-ownership: want %s or %s, got %q", ownership.Strict, ownership.InterNamespaceAllowed, s)
 }

@@ -35,6 +35,9 @@ type validateOptions struct {
 	namespaceImages files
 	kubeconfig      string
 	context         string
+	// routeTable judges for the routes command: each APIGateway alone,
+	// its status kept (offline.Options.EachAlone, KeepStatus).
+	routeTable bool
 }
 
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -76,6 +79,8 @@ func (o *validateOptions) validate(ctx context.Context, stdin io.Reader) (offlin
 		Defaults:             defaults.Operator{Image: o.defaultImage, Replicas: int32(o.defaultReplicas)},
 		Namespace:            o.namespace,
 		NamespaceAnnotations: map[string]map[string]string{},
+		EachAlone:            o.routeTable,
+		KeepStatus:           o.routeTable,
 	}
 	// The operator's own --default-replicas range.
 	if o.defaultReplicas < 0 || o.defaultReplicas > int(validation.MaxReplicas) {
