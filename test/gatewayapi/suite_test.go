@@ -79,7 +79,7 @@ func startOperator(t *testing.T, resolver string) {
 	require.NoError(t, err)
 	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 2, GatewayAPI: api}))
 	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{
-		DefaultImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver},
+		DefaultImage: image, ReloaderImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver},
 	}))
 	env.StartManager(t, mgr)
 }
