@@ -17,7 +17,6 @@ var (
 	validGateway = validationtest.ValidGateway
 	route        = validationtest.Route
 	gatewayWith  = validationtest.GatewayWith
-	onHost       = validationtest.OnHost
 	checkErrors  = validationtest.CheckErrors[wantErr]
 )
 

@@ -177,7 +177,7 @@ func refusedParents(routes []*gatewayv1.HTTPRoute) map[string]bool {
 func parentAccepted(p *gatewayv1.RouteParentStatus) metav1.ConditionStatus {
 	for _, c := range p.Conditions {
 		if c.Type == string(gatewayv1.RouteConditionAccepted) {
-			return metav1.ConditionStatus(c.Status)
+			return c.Status
 		}
 	}
 	return metav1.ConditionUnknown

@@ -50,9 +50,9 @@ func gatewayClient(from string) *http.Client {
 
 // send makes one request to the gateway at addr for host and returns the
 // response, its body read.
-func send(t *testing.T, c *http.Client, addr, method, host, target string, header http.Header, body io.Reader) (*http.Response, string) {
+func send(t *testing.T, c *http.Client, addr, method, target string, header http.Header, body io.Reader) (*http.Response, string) {
 	t.Helper()
-	resp, data, err := do(c, addr, method, host, target, header, body)
+	resp, data, err := do(c, addr, method, "api.example.com", target, header, body)
 	require.NoError(t, err)
 	return resp, data
 }
@@ -121,7 +121,7 @@ func TestDataPlaneTrafficTimeouts(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "api.example.com", tc.path, nil, nil)
+			resp, body := send(t, c, nginx.httpAddr, http.MethodGet, tc.path, nil, nil)
 			assert.Equal(t, tc.status, resp.StatusCode, "body: %s\n%s", body, nginx.logs())
 		})
 	}
@@ -322,7 +322,7 @@ func TestDataPlaneTrafficHeaders(t *testing.T) {
 		"X-Team": {"client"}, "X-Trace": {"client-trace"}, "X-Debug": {"1"}, "X-Kept": {"yes"},
 		"X-Forwarded-For": {"6.6.6.6"}, "X-Real-Ip": {"6.6.6.6"},
 	}
-	resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "api.example.com", "/h/x", client, nil)
+	resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "/h/x", client, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	var got headerReply
 	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
@@ -341,14 +341,14 @@ func TestDataPlaneTrafficHeaders(t *testing.T) {
 	assert.Equal(t, []string{"1"}, resp.Header.Values("X-Version"), "other backend headers pass")
 
 	t.Run("add without a client value", func(t *testing.T) {
-		resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "api.example.com", "/h", nil, nil)
+		resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "/h", nil, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		var got headerReply
 		require.NoError(t, json.Unmarshal([]byte(body), &got), body)
 		assert.Equal(t, []string{"gateway"}, got.Headers.Values("X-Trace"))
 	})
 	t.Run("a route without header changes", func(t *testing.T) {
-		resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "api.example.com", "/plain", client, nil)
+		resp, body := send(t, c, nginx.httpAddr, http.MethodGet, "/plain", client, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		var got headerReply
 		require.NoError(t, json.Unmarshal([]byte(body), &got), body)
@@ -388,7 +388,7 @@ func TestDataPlaneTrafficMaxBodySize(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			resp, body := send(t, c, nginx.httpAddr, http.MethodPost, "api.example.com", tc.path, nil, tc.body)
+			resp, body := send(t, c, nginx.httpAddr, http.MethodPost, tc.path, nil, tc.body)
 			assert.Equal(t, tc.status, resp.StatusCode, "body: %s", body)
 			if tc.status != http.StatusOK {
 				assert.NotContains(t, body, `"service"`, "a refused request reached the backend")
@@ -417,7 +417,7 @@ func TestDataPlaneTrafficRateLimit(t *testing.T) {
 		statuses = statuses[:0]
 		start := time.Now()
 		for range len(want) {
-			resp, body := send(t, client, nginx.httpAddr, http.MethodGet, "api.example.com", "/limited/x", nil, nil)
+			resp, body := send(t, client, nginx.httpAddr, http.MethodGet, "/limited/x", nil, nil)
 			statuses = append(statuses, resp.StatusCode)
 			if resp.StatusCode == http.StatusTooManyRequests {
 				assert.NotContains(t, body, `"service"`, "a limited request reached the backend")
@@ -433,8 +433,8 @@ func TestDataPlaneTrafficRateLimit(t *testing.T) {
 	assert.Equal(t, want, statuses)
 
 	other := gatewayClient("127.0.2.1")
-	resp, _ := send(t, other, nginx.httpAddr, http.MethodGet, "api.example.com", "/limited/x", nil, nil)
+	resp, _ := send(t, other, nginx.httpAddr, http.MethodGet, "/limited/x", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "another client address has its own count")
-	resp, _ = send(t, gatewayClient("127.0.1.1"), nginx.httpAddr, http.MethodGet, "api.example.com", "/free", nil, nil)
+	resp, _ = send(t, gatewayClient("127.0.1.1"), nginx.httpAddr, http.MethodGet, "/free", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a route without rateLimit is not limited")
 }

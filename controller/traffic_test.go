@@ -118,7 +118,7 @@ func TestRenderTraffic(t *testing.T) {
 	api, ok := validation.RouteMatch(&trafficGateway().Spec.Routes[0])
 	require.True(t, ok)
 	id := routeID(api)
-	apiLocation := section(t, config, `location "/api/" {`, "    }")
+	apiLocation := section(t, config, `location "/api/" {`)
 	for _, want := range []string{
 		"proxy_connect_timeout 5s;", "proxy_read_timeout 30s;",
 		`client_max_body_size "10m";`,
@@ -137,7 +137,7 @@ func TestRenderTraffic(t *testing.T) {
 		assert.Contains(t, apiLocation, want)
 	}
 	assert.NotContains(t, apiLocation, "set $backend", "a split route's backend is split_clients'")
-	assert.Contains(t, section(t, config, `location = "/api" {`, "    }"), `rewrite "^\Q/api\E$" "/" break;`)
+	assert.Contains(t, section(t, config, `location = "/api" {`), `rewrite "^\Q/api\E$" "/" break;`)
 
 	assert.Contains(t, config, "split_clients \"$request_id\" $backend_"+id+" {\n"+
 		"    20% \"users-canary.shop.svc.cluster.local:8080\";\n"+
@@ -146,7 +146,7 @@ func TestRenderTraffic(t *testing.T) {
 	assert.Contains(t, config, "limit_req_zone $binary_remote_addr zone=route_"+id+":1m rate=100r/s;")
 	assert.Contains(t, config, "map $http_x_trace $request_header_"+id+"_0 {\n    \"\" \"gateway\";\n    default \"$http_x_trace, gateway\";\n}\n")
 
-	status := section(t, config, `location = "/v1/status" {`, "    }")
+	status := section(t, config, `location = "/v1/status" {`)
 	assert.Contains(t, status, "proxy_read_timeout 1s;")
 	assert.NotContains(t, status, "proxy_connect_timeout")
 	assert.Contains(t, status, `client_max_body_size "0";`)
@@ -154,23 +154,25 @@ func TestRenderTraffic(t *testing.T) {
 	assert.NotContains(t, status, "proxy_set_header", "no request header changes: the server's lines are inherited")
 	assert.Contains(t, status, `set $backend "status.shop.svc.cluster.local:9000";`)
 
-	site := section(t, config, `location "/" {`, "    }")
+	site := section(t, config, `location "/" {`)
 	assert.Contains(t, site, "rewrite \"^/$\" \"/site\" break;\n        rewrite \"(?s)^(/.*)\" \"/site$1\" break;\n")
 	assert.Regexp(t, `split_clients "\$request_id" \$backend_[0-9a-f]{16} \{\n    60% "web-blue.shop.svc.cluster.local:80";\n    \* "web-green.shop.svc.cluster.local:80";\n\}`, config,
 		"backendService gets nothing when the others take 100%")
 	assert.NotContains(t, config, `"web.shop.svc`)
 
-	legacy := section(t, config, `location "/legacy/" {`, "    }")
+	legacy := section(t, config, `location "/legacy/" {`)
 	assert.Contains(t, legacy, `proxy_set_header X-Odd "a;} server { #x 'y'";`)
 	assert.Contains(t, legacy, `rewrite "(?s)^\Q/legacy\E(/.*)" "/v2$1" break;`)
-	assert.Contains(t, section(t, config, `location = "/legacy" {`, "    }"), `rewrite "^\Q/legacy\E$" "/v2/" break;`)
-	assert.Contains(t, section(t, config, `location "/plain/" {`, "    }"),
+	assert.Contains(t, section(t, config, `location = "/legacy" {`), `rewrite "^\Q/legacy\E$" "/v2/" break;`)
+	assert.Contains(t, section(t, config, `location "/plain/" {`),
 		"location \"/plain/\" {\n        set $backend \"plain.shop.svc.cluster.local:8080\";\n        proxy_pass http://$backend;\n    }")
 }
 
-// section is the part of s from the first start to the next end after it.
-func section(t *testing.T, s, start, end string) string {
+// section is the location block of s that starts with start, to its
+// closing brace.
+func section(t *testing.T, s, start string) string {
 	t.Helper()
+	const end = "    }"
 	i := strings.Index(s, start)
 	require.GreaterOrEqual(t, i, 0, "%q not found", start)
 	j := strings.Index(s[i:], end)

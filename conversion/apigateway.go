@@ -27,7 +27,7 @@ func V1ToV1alpha1(src *v1.APIGateway, dst *v1alpha1.APIGateway) error {
 	}
 	dst.ObjectMeta = *meta
 	dst.Spec = specToV1alpha1(&src.Spec)
-	dst.Status = v1alpha1.APIGatewayStatus(*src.Status.DeepCopy())
+	dst.Status = *src.Status.DeepCopy()
 	return nil
 }
 
@@ -48,7 +48,7 @@ func V1alpha1ToV1(src *v1alpha1.APIGateway, dst *v1.APIGateway) {
 	}
 	dst.ObjectMeta = *meta
 	dst.Spec = spec
-	dst.Status = v1.APIGatewayStatus(*src.Status.DeepCopy())
+	dst.Status = *src.Status.DeepCopy()
 }
 
 // specToV1alpha1 is the plain field mapping from v1 to v1alpha1; it drops

@@ -319,7 +319,7 @@ func TestStatusAndMetadataAreCopied(t *testing.T) {
 	wantMeta := *hub.ObjectMeta.DeepCopy()
 	wantMeta.Annotations[DataAnnotation] = `{"spec":{"tls":[{"hosts":["api.example.com"],"secretName":"api-tls"}]}}`
 	assert.Equal(t, wantMeta, alpha.ObjectMeta, "only the data annotation differs")
-	assert.Equal(t, v1alpha1.APIGatewayStatus(hub.Status), alpha.Status)
+	assert.Equal(t, hub.Status, alpha.Status)
 
 	alpha.Status.Conditions[0].Reason = "Changed"
 	assert.Equal(t, "Rolling", hub.Status.Conditions[0].Reason, "status is copied, not shared")

@@ -198,7 +198,7 @@ func TestFuzzV1alpha1EditsKeepV1Data(t *testing.T) {
 			want.Spec.Routes[i].BackendService = v1.BackendService{Name: spoke.Spec.Routes[i].ServiceName, Port: spoke.Spec.Routes[i].ServicePort}
 		}
 		f.Fill(&spoke.Status)
-		want.Status = v1.APIGatewayStatus(*spoke.Status.DeepCopy())
+		want.Status = *spoke.Status.DeepCopy()
 		f.Fill(&spoke.Labels)
 		want.Labels = spoke.Labels
 

@@ -274,7 +274,7 @@ func (c *Checker) admitVersion(ctx context.Context, u *unstructured.Unstructured
 		return nil, []Problem{{Rule: RuleDecode, Message: err.Error()}}, nil
 	}
 	// The warnings policy's, then the validating webhook's.
-	warnings := append(strategyWarnings, c.warnings.Warnings(ctx, v1Form)...)
+	warnings := slices.Concat(strategyWarnings, c.warnings.Warnings(ctx, v1Form))
 	errs, webhookWarnings := admit.Validate(nil, gw, related)
 	warnings = append(warnings, webhookWarnings...)
 	if len(errs) > 0 {

@@ -106,19 +106,6 @@ func assertSafe(t *testing.T, gw *v1.APIGateway) {
 	}
 }
 
-func equalJSON(t *testing.T, a, b any) bool {
-	t.Helper()
-	ja, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(ja) == string(jb)
-}
-
 // assertPatchDefaults checks that ops, applied to raw as the API server
 // applies them, give an object the table has nothing left to do in
 // (defaults.Patch): the patch addresses only what raw holds, and the

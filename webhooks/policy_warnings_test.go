@@ -56,7 +56,7 @@ func TestPolicyWarnsInTheAPIServerAsInProcess(t *testing.T) {
 			want := compiled.Warnings(t.Context(), &unstructured.Unstructured{Object: obj})
 			awaitPolicyWarnings(t, c, warned, gw, len(want) > 0)
 			got := warned.policyMessages()
-			assert.ElementsMatch(t, []string(want), got, "image %q, %d replicas", image, replicas)
+			assert.ElementsMatch(t, want, got, "image %q, %d replicas", image, replicas)
 			cases++
 		}
 	}

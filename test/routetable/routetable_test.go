@@ -57,8 +57,12 @@ func newNamespace(t *testing.T, prefix string) string {
 	return ns.Name
 }
 
-func route(host, path string, pt v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt,
+// host is the one host the test's gateways route.
+const host = "route-table.example.com"
+
+// route is a Prefix route on host.
+func route(path, svc string, port int32) v1.Route {
+	return v1.Route{Host: host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix,
 		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
 }
 
@@ -106,14 +110,13 @@ func TestRouteTableAgreesWithTheOperator(t *testing.T) {
 	startOperator(t)
 	ctx := context.Background()
 	ns, other := newNamespace(t, "routes-owner"), newNamespace(t, "routes-other")
-	const host = "route-table.example.com"
 
 	first := createGateway(t, competitor(ns, "zz-first",
-		route(host, "/users", v1.PathTypePrefix, "users", 8080), route(host, "/a", v1.PathTypePrefix, "a", 80)))
+		route("/users", "users", 8080), route("/a", "a", 80)))
 	waitCondition(t, first, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 	second := createGateway(t, competitor(ns, "aa-second",
-		route(host, "/users/", v1.PathTypePrefix, "users-v2", 8080), route(host, "/b", v1.PathTypePrefix, "b", 80)))
-	squatter := createGateway(t, competitor(other, "squatter", route(host, "/x", v1.PathTypePrefix, "x", 80)))
+		route("/users/", "users-v2", 8080), route("/b", "b", 80)))
+	squatter := createGateway(t, competitor(other, "squatter", route("/x", "x", 80)))
 	waitCondition(t, second, v1.ConditionAccepted, "False", v1.ReasonRouteConflict)
 	waitCondition(t, squatter, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
 	for _, gw := range []*v1.APIGateway{first, second, squatter} {
