@@ -101,6 +101,9 @@ func TestFirstClaimOwnsTheHost(t *testing.T) {
 	sibling := competitor(nsA, "internal", route(host, "/users", v1.PathTypePrefix, "users-internal", 80))
 	sibling.Spec.IngressClassName = ptr.To("internal")
 	sibling = createGateway(t, sibling)
+	// Its claim on the host is stamped when it is first reconciled: before
+	// the taker's, as the test's premise says, only once it has been.
+	settled(t, sibling)
 
 	taker := createGateway(t, competitor(nsB, "shop",
 		route(host, "/users/", v1.PathTypePrefix, "users-b", 80),      // the owner's route, once normalised
