@@ -82,7 +82,7 @@ func steps(c config, want map[string]bool) []step {
 	return []step{
 		{[]string{"B2"}, 2 * time.Minute, benchB2(c.duration)},
 		{[]string{"B1"}, 4 * time.Minute, benchB1},
-		{[]string{"B1t"}, 4 * time.Minute, benchB1t},
+		{[]string{"B1t"}, 6 * time.Minute, benchB1t},
 		{[]string{"B9"}, 4 * time.Minute, benchB9(c.operator)},
 		{[]string{"B8"}, 4 * time.Minute, benchB8(c.operator)},
 		{[]string{"B5"}, 4 * time.Minute, benchB5(c.operator)},
