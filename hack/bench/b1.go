@@ -15,7 +15,7 @@ import (
 
 // b1Creates is how many creates B1 and B1d time on each side, and
 // b1tCreates B1t's: a 100-route gateway with every setting took the API
-// server some 80 times as long to check and store as B1's (p50 0.4-0.5 s
+// server some 90 times as long to check and store as B1's (p50 0.4-0.5 s
 // without the webhooks on the loaded development machine), so 1,000 would
 // not fit the row's budget.
 const b1Creates, b1tCreates = 1000, 200
