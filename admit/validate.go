@@ -73,9 +73,10 @@ func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, 
 	errs := validation.Validate(old, gw)
 	errs = append(errs, validateClaims(old, gw, related, spec.Child("routes"))...)
 	errs = append(errs, validateV1alpha1Size(gw, spec)...)
-	// The renderer's bound, checked by rendering: a gateway whose nginx
-	// configuration would not fit in its ConfigMap is refused here, with
-	// the bound named, instead of failing every reconcile.
+	// The renderer's bound, checked by rendering when a cheap upper bound
+	// of the size does not settle it: a gateway whose nginx configuration
+	// would not fit in its ConfigMap is refused here, with the bound
+	// named, instead of failing every reconcile.
 	errs = append(errs, controller.ValidateRenderedSize(gw)...)
 	return errs, portWarnings(gw.Spec.Routes, related.ServicePorts)
 }

@@ -27,13 +27,140 @@ const MaxConfigBytes = 1<<20 - 64<<10
 // with the default options, is longer than MaxConfigBytes. Admission calls
 // it; the renderer applies the same bound to what it renders. A gateway
 // the renderer refuses for other reasons gets no error here: the
-// validation rules report those.
+// validation rules report those. It renders only when renderedSizeBound
+// exceeds MaxConfigBytes: the common gateway, far below the bound, pays a
+// walk of its routes instead of a render (BenchmarkValidate).
 func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
+	if renderedSizeBound(gw) <= MaxConfigBytes {
+		return nil
+	}
 	config, err := render(gw, renderOptions{})
 	if err != nil {
 		return nil
 	}
 	return validateConfigSize(len(config))
+}
+
+// The terms of renderedSizeBound, measured on what render writes (the
+// renderer's tests hold the bound above the exact size:
+// TestRenderedSizeBoundIsAbove).
+const (
+	// fileBytes bounds the lines outside the routes' servers and blocks:
+	// the header (without the gateway's names), the resolver, the hash
+	// sizes, the traffic blocks' comment, the health and default servers
+	// (some 600 bytes).
+	fileBytes = 1024
+	// serverBytes bounds a host's server block without its name and its
+	// routes' locations: the ambiguous-path check, the gateway's request
+	// headers with their comment, the 404 location (some 900 bytes).
+	serverBytes = 1280
+	// lineBytes bounds what one line holds besides the tenant strings
+	// counted on their own: indentation, the directive's name, quotes,
+	// numbers, a route id of 16 hex digits, a list index; most hold 30 to
+	// 60 bytes. The few longer ones count as two: limit_req_zone (80),
+	// limit_req with a burst of 10000 (67, with limit_req_status), the
+	// location of an added request header (63 with two digits of index).
+	lineBytes = 64
+	// routeLocations is the most locations a route renders to: a Prefix
+	// route has the exact path and the path and below.
+	routeLocations = 2
+)
+
+// renderedSizeBound is an upper bound of the length of gw's configuration
+// rendered with the default options (renderOptions{}), computed from the
+// lengths of the strings render writes, each times the most it writes it,
+// plus lineBytes per directive: it renders nothing. It counts what a
+// render would write even for a route it then drops (a duplicate match),
+// so it is never below the exact size.
+func renderedSizeBound(gw *v1.APIGateway) int {
+	ns := len(gw.Namespace)
+	total := fileBytes + ns + len(gw.Name)
+	hosts := make(map[v1.Hostname]struct{}, len(gw.Spec.Routes))
+	for i := range gw.Spec.Routes {
+		r := &gw.Spec.Routes[i]
+		if _, ok := hosts[r.Host]; !ok {
+			hosts[r.Host] = struct{}{}
+			// A wildcard's server_name escapes each '.'.
+			total += serverBytes + 2*len(r.Host)
+		}
+		total += routeSizeBound(r, ns)
+	}
+	return total
+}
+
+// routeSizeBound bounds what r writes in a gateway of a namespace ns bytes
+// long: its locations, each with the route's directives, and its
+// http-level blocks, written once.
+func routeSizeBound(r *v1.Route, ns int) int {
+	// MatchPath decodes, which never lengthens, and makes "" "/".
+	path := len(r.Path) + 1
+	// A backend is written as name.namespace.svc.cluster.local:port.
+	backend := func(name v1.ServiceName) int { return len(name) + ns + len(defaultClusterDomain) + lineBytes }
+	// A location: its match (the path), the rewrite (the path and, for
+	// "/", rewritePrefix twice) and proxy_pass, "set $backend" (the
+	// backend's line), and the route's directives.
+	location := 3*lineBytes + 2*path + backend(r.BackendService.Name) + 2*len(r.RewritePrefix) + directivesBound(r)
+	// The http-level blocks: the comment naming the match, the split of
+	// every backend, the rate limit's zone, and the request headers' maps.
+	http := lineBytes + len(r.PathType) + len(r.Host) + path
+	if len(r.AdditionalBackends) > 0 {
+		http += 2*lineBytes + backend(r.BackendService.Name)
+		for _, b := range r.AdditionalBackends {
+			http += backend(b.Name)
+		}
+	}
+	if r.RateLimit != nil {
+		http += 2 * lineBytes
+	}
+	if m := r.RequestHeaders; m != nil {
+		for _, h := range m.Add {
+			http += 4*lineBytes + 2*len(h.Name) + 2*len(h.Value)
+		}
+	}
+	return routeLocations*location + http
+}
+
+// directivesBound bounds the directives each of r's locations holds.
+func directivesBound(r *v1.Route) int {
+	total := 0
+	if r.Timeouts != nil {
+		total += 2 * lineBytes
+	}
+	if r.MaxBodySize != "" {
+		total += lineBytes + len(r.MaxBodySize)
+	}
+	if r.RateLimit != nil {
+		total += 2 * lineBytes
+	}
+	if m := r.RequestHeaders; m != nil {
+		// The gateway's own request headers, repeated.
+		total += len(gatewayHeaders) * lineBytes
+		total += headersBound(m.Set, 1, 1) + headersBound(m.Add, 2, 0) + namesBound(m.Remove)
+	}
+	if m := r.ResponseHeaders; m != nil {
+		// Set hides the backend's header and adds its own: two lines.
+		total += headersBound(m.Set, 2, 1) + headersBound(m.Add, 1, 1) + namesBound(m.Remove)
+	}
+	return total
+}
+
+// headersBound bounds directives of headers, each written on lines lines
+// with its name once per line and its value values times.
+func headersBound(headers []v1.HTTPHeader, lines, values int) int {
+	total := 0
+	for _, h := range headers {
+		total += lines*(lineBytes+len(h.Name)) + values*len(h.Value)
+	}
+	return total
+}
+
+// namesBound bounds a directive per header name.
+func namesBound(names []v1.HTTPHeaderName) int {
+	total := 0
+	for _, n := range names {
+		total += lineBytes + len(n)
+	}
+	return total
 }
 
 // validateConfigSize is the error of a configuration of size bytes past

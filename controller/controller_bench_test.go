@@ -67,3 +67,15 @@ func BenchmarkDesiredChildren(b *testing.B) {
 		_ = desiredIngress(gw)
 	}
 }
+
+// BenchmarkRenderedSizeBound is what admission pays instead of a render
+// (ValidateRenderedSize) for a gateway far below MaxConfigBytes.
+func BenchmarkRenderedSizeBound(b *testing.B) {
+	gw := benchTrafficGateway()
+	b.ReportAllocs()
+	for b.Loop() {
+		if renderedSizeBound(gw) > MaxConfigBytes {
+			b.Fatal("the 100-route gateway's bound is over MaxConfigBytes")
+		}
+	}
+}

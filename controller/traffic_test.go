@@ -13,31 +13,12 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/api/v1/validation/validationtest"
 )
 
-// everySetting gives r every traffic setting, with a 20% canary, a drained
-// backend, a rewrite to "/" and each kind of header change.
-func everySetting(r v1.Route) v1.Route {
-	r.AdditionalBackends = []v1.WeightedBackend{
-		{Name: r.BackendService.Name + "-canary", Port: r.BackendService.Port, Weight: 20},
-		{Name: r.BackendService.Name + "-drained", Port: r.BackendService.Port, Weight: 0},
-	}
-	r.Timeouts = &v1.RouteTimeouts{ConnectSeconds: ptr.To[int32](5), ReadSeconds: ptr.To[int32](30)}
-	r.RewritePrefix = "/"
-	r.RequestHeaders = &v1.HeaderModifier{
-		Set:    []v1.HTTPHeader{{Name: "X-Team", Value: "payments"}},
-		Add:    []v1.HTTPHeader{{Name: "X-Trace", Value: "gateway"}},
-		Remove: []v1.HTTPHeaderName{"X-Debug"},
-	}
-	r.ResponseHeaders = &v1.HeaderModifier{
-		Set:    []v1.HTTPHeader{{Name: "X-Frame-Options", Value: "DENY"}},
-		Add:    []v1.HTTPHeader{{Name: "Cache-Control", Value: "no-store"}},
-		Remove: []v1.HTTPHeaderName{"X-Powered-By"},
-	}
-	r.MaxBodySize = "10m"
-	r.RateLimit = &v1.RateLimit{RequestsPerSecond: 100, Burst: 50}
-	return r
-}
+// everySetting gives r every traffic setting: the fixture the admission
+// tests and benchmarks share.
+var everySetting = validationtest.EverySetting
 
 // trafficGateway uses every traffic setting, in each of its forms: the
 // golden file shows how each renders and nginx -t loads it.

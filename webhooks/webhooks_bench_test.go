@@ -15,6 +15,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/api/v1/validation/validationtest"
 )
 
 // benchGateway is a valid gateway with n routes on two hosts, left for
@@ -59,28 +60,53 @@ func defaulted(gw *v1.APIGateway) *v1.APIGateway {
 	return out
 }
 
+// benchTrafficGateway is benchGateway(100) with every traffic setting on
+// every route (validationtest.EverySetting), as BenchmarkRenderConfig
+// renders it.
+func benchTrafficGateway() *v1.APIGateway {
+	gw := benchGateway(100)
+	for i := range gw.Spec.Routes {
+		gw.Spec.Routes[i] = validationtest.EverySetting(gw.Spec.Routes[i])
+	}
+	return gw
+}
+
+// benchGateways are BenchmarkValidate's and BenchmarkValidatingHandler's
+// creates, left for Default to fill in.
+var benchGateways = []struct {
+	name string
+	gw   func() *v1.APIGateway
+}{
+	{"10 routes", func() *v1.APIGateway { return benchGateway(10) }},
+	{"100 routes, every setting", benchTrafficGateway},
+}
+
 // BenchmarkValidate is the validating webhook's work on a defaulted
-// 10-route create, with another gateway serving one of its hosts and paths
-// and every backend Service known.
+// create, with another gateway serving one of its hosts and paths and
+// every backend Service known.
 func BenchmarkValidate(b *testing.B) {
-	gw := defaulted(benchGateway(10))
-	other := defaulted(benchGateway(1))
-	other.Name = "other"
-	ports := map[string][]int32{}
-	for _, r := range gw.Spec.Routes {
-		ports[string(r.BackendService.Name)] = []int32{8080}
-	}
-	related := admit.RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
-	if errs, _ := admit.Validate(nil, gw, related); len(errs) == 0 {
-		b.Fatal("the benchmark gateway conflicts with no other: it must, to exercise the check")
-	}
-	related.Gateways[0].Spec.Routes[0].Path = "/elsewhere/"
-	if errs, _ := admit.Validate(nil, gw, related); len(errs) > 0 {
-		b.Fatalf("the benchmark gateway is invalid: %v", errs)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		admit.Validate(nil, gw, related)
+	for _, bc := range benchGateways {
+		b.Run(bc.name, func(b *testing.B) {
+			gw := defaulted(bc.gw())
+			other := defaulted(benchGateway(1))
+			other.Name = "other"
+			ports := map[string][]int32{}
+			for _, r := range gw.Spec.Routes {
+				ports[string(r.BackendService.Name)] = []int32{8080}
+			}
+			related := admit.RelatedObjects{Gateways: []v1.APIGateway{*other}, ServicePorts: ports}
+			if errs, _ := admit.Validate(nil, gw, related); len(errs) == 0 {
+				b.Fatal("the benchmark gateway conflicts with no other: it must, to exercise the check")
+			}
+			related.Gateways[0].Spec.Routes[0].Path = "/elsewhere/"
+			if errs, _ := admit.Validate(nil, gw, related); len(errs) > 0 {
+				b.Fatalf("the benchmark gateway is invalid: %v", errs)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				admit.Validate(nil, gw, related)
+			}
+		})
 	}
 }
 
@@ -101,10 +127,9 @@ func (namespaceStub) Get(context.Context, client.ObjectKey, client.Object, ...cl
 	return nil
 }
 
-// benchRequest is a create of a 10-route gateway as the API server sends
-// it to the webhooks; defaulted selects the validating webhook's copy.
-func benchRequest(b *testing.B, complete bool) admission.Request {
-	gw := benchGateway(10)
+// benchRequest is a create of gw as the API server sends it to the
+// webhooks; defaulted selects the validating webhook's copy.
+func benchRequest(b *testing.B, gw *v1.APIGateway, complete bool) admission.Request {
 	if complete {
 		gw = defaulted(gw)
 	}
@@ -123,7 +148,7 @@ func benchRequest(b *testing.B, complete bool) admission.Request {
 // request, from the raw object to the patch.
 func BenchmarkMutatingHandler(b *testing.B) {
 	h := mutatingHandler{&Defaulter{Namespaces: namespaceStub{}, Operator: testDefaults}}
-	req := benchRequest(b, false)
+	req := benchRequest(b, benchGateway(10), false)
 	b.ReportAllocs()
 	for b.Loop() {
 		if resp := h.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
@@ -142,11 +167,15 @@ func BenchmarkValidatingHandler(b *testing.B) {
 		others = append(others, gw)
 	}
 	h := validatingHandler{&Validator{Gateways: testFinder(b, others...)}}
-	req := benchRequest(b, true)
-	b.ReportAllocs()
-	for b.Loop() {
-		if resp := h.Handle(b.Context(), req); !resp.Allowed {
-			b.Fatalf("%+v", resp.Result)
-		}
+	for _, bc := range benchGateways {
+		b.Run(bc.name, func(b *testing.B) {
+			req := benchRequest(b, bc.gw(), true)
+			b.ReportAllocs()
+			for b.Loop() {
+				if resp := h.Handle(b.Context(), req); !resp.Allowed {
+					b.Fatalf("%+v", resp.Result)
+				}
+			}
+		})
 	}
 }

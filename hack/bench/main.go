@@ -4,7 +4,7 @@
 // table and writes it as Markdown. Everything talks to 127.0.0.1 only and
 // stops by itself.
 //
-//	go run ./hack/bench -out bin/bench.md [-rows B1,B2,B3,B4,B5,B6,B7,B8,B9]
+//	go run ./hack/bench -out bin/bench.md [-rows B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9]
 package main
 
 import (
@@ -29,7 +29,7 @@ import (
 
 func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
-	rows := flag.String("rows", "B1,B2,B3,B4,B5,B6,B7,B8,B9", "the rows to run, comma-separated")
+	rows := flag.String("rows", "B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
 	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5, B6, B7, B8 and B9 run (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
@@ -82,6 +82,7 @@ func steps(c config, want map[string]bool) []step {
 	return []step{
 		{[]string{"B2"}, 2 * time.Minute, benchB2(c.duration)},
 		{[]string{"B1"}, 4 * time.Minute, benchB1},
+		{[]string{"B1t"}, 6 * time.Minute, benchB1t},
 		{[]string{"B9"}, 4 * time.Minute, benchB9(c.operator)},
 		{[]string{"B8"}, 4 * time.Minute, benchB8(c.operator)},
 		{[]string{"B5"}, 4 * time.Minute, benchB5(c.operator)},

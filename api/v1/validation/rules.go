@@ -80,6 +80,7 @@ const (
 	RuleDelegations = "delegations"
 	// RuleConfigSize: the gateway's rendered nginx configuration fits in
 	// its ConfigMap (controller.MaxConfigBytes). The renderer measures it;
-	// admission renders the gateway to check it.
+	// admission bounds it from the spec and renders the gateway only when
+	// the bound passes MaxConfigBytes.
 	RuleConfigSize = "configSize"
 )

@@ -39,6 +39,32 @@ func Route(path, svc string, port int32) v1.Route {
 	return v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
 }
 
+// EverySetting gives r every traffic setting, with a 20% canary, a
+// drained backend, a rewrite to "/" and each kind of header change: the
+// every-setting route of the renderer's golden file, its size benchmarks
+// and B1t (hack/bench).
+func EverySetting(r v1.Route) v1.Route {
+	r.AdditionalBackends = []v1.WeightedBackend{
+		{Name: r.BackendService.Name + "-canary", Port: r.BackendService.Port, Weight: 20},
+		{Name: r.BackendService.Name + "-drained", Port: r.BackendService.Port, Weight: 0},
+	}
+	r.Timeouts = &v1.RouteTimeouts{ConnectSeconds: ptr.To[int32](5), ReadSeconds: ptr.To[int32](30)}
+	r.RewritePrefix = "/"
+	r.RequestHeaders = &v1.HeaderModifier{
+		Set:    []v1.HTTPHeader{{Name: "X-Team", Value: "payments"}},
+		Add:    []v1.HTTPHeader{{Name: "X-Trace", Value: "gateway"}},
+		Remove: []v1.HTTPHeaderName{"X-Debug"},
+	}
+	r.ResponseHeaders = &v1.HeaderModifier{
+		Set:    []v1.HTTPHeader{{Name: "X-Frame-Options", Value: "DENY"}},
+		Add:    []v1.HTTPHeader{{Name: "Cache-Control", Value: "no-store"}},
+		Remove: []v1.HTTPHeaderName{"X-Powered-By"},
+	}
+	r.MaxBodySize = "10m"
+	r.RateLimit = &v1.RateLimit{RequestsPerSecond: 100, Burst: 50}
+	return r
+}
+
 // GatewayWith returns ValidGateway changed by mutate.
 func GatewayWith(mutate func(*v1.APIGateway)) *v1.APIGateway {
 	gw := ValidGateway()
