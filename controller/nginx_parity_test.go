@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	apiservercel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/utils/ptr"
@@ -107,6 +109,7 @@ func parityCases() map[string]parityCase {
 	for value, valid := range map[int32]bool{1: true, 80: true, 65535: true, 0: false, -1: false, 65536: false} {
 		add("backend port", fmt.Sprint(value), valid, func(tc *parityCase) { tc.route.BackendService.Port = value })
 	}
+	trafficParityCases(add)
 	return cases
 }
 
@@ -186,18 +189,23 @@ func parityGateway(tc parityCase) *v1.APIGateway {
 func apiServerVerdict(t *testing.T, gw *v1.APIGateway) []string {
 	t.Helper()
 	r := gw.Spec.Routes[0]
+	// The traffic settings as JSON writes them: each is optional, and an
+	// empty one is unset to every layer.
+	route, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+	require.NoError(t, err)
+	maps.Copy(route, map[string]any{
+		"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType),
+		"backendService": map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)},
+	})
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1.GroupVersion.String(), "kind": "APIGateway",
 		"metadata": map[string]any{"name": gw.Name, "namespace": gw.Namespace},
 		"spec": map[string]any{
 			"image": gw.Spec.Image, "replicas": int64(*gw.Spec.Replicas),
-			"routes": []any{map[string]any{
-				"host": r.Host, "path": r.Path, "pathType": string(r.PathType),
-				"backendService": map[string]any{"name": r.BackendService.Name, "port": int64(r.BackendService.Port)},
-			}},
+			"routes": []any{route},
 		},
 	}}
-	err := env.Client.Create(t.Context(), obj, client.DryRunAll)
+	err = env.Client.Create(t.Context(), obj, client.DryRunAll)
 	if err == nil {
 		return nil
 	}
