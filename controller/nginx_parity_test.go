@@ -42,9 +42,10 @@ type parityCase struct {
 
 const parityName = "parity"
 
-// TestValidationParity sends one table of names, hosts, paths, pathTypes
-// and backends through the three layers that judge them, and demands the
-// same verdict from each, and on a refusal the same fields:
+// TestValidationParity sends one table of names, hosts, paths, pathTypes,
+// backends and traffic settings through the three layers that judge them,
+// and demands the same verdict from each, and on a refusal the same
+// fields:
 //
 //   - the real API server, with the CRD installed and no webhook, so its
 //     schema and CEL rules alone decide, as while the webhook is down (a
@@ -73,8 +74,9 @@ func TestValidationParity(t *testing.T) {
 	}
 }
 
-// parityCases are the table: every kind of name, host, path, pathType and
-// backend the rules tell apart, on both sides of each limit.
+// parityCases are the table: every kind of name, host, path, pathType,
+// backend and traffic setting (trafficParityCases) the rules tell apart,
+// on both sides of each limit.
 func parityCases() map[string]parityCase {
 	ok := v1.Route{Host: "api.example.com", Path: "/users/", PathType: v1.PathTypePrefix,
 		BackendService: v1.BackendService{Name: "user-service", Port: 8080}}
@@ -190,7 +192,8 @@ func apiServerVerdict(t *testing.T, gw *v1.APIGateway) []string {
 	t.Helper()
 	r := gw.Spec.Routes[0]
 	// The traffic settings as JSON writes them: each is optional, and an
-	// empty one is unset to every layer.
+	// empty one is unset to every layer, so omitempty drops nothing a
+	// layer would judge.
 	route, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
 	require.NoError(t, err)
 	maps.Copy(route, map[string]any{
