@@ -102,10 +102,14 @@ func parityCases() map[string]parityCase {
 	for value, valid := range map[string]bool{"Prefix": true, "Exact": true, "": false, "Regex": false, "prefix": false} {
 		add("pathType", value, valid, func(tc *parityCase) { tc.route.PathType = v1.PathType(value) })
 	}
-	for value, valid := range map[string]bool{
+	backendNames := map[string]bool{
 		"svc": true, "a": true, strings.Repeat("s", 63): true, strings.Repeat("s", 64): false, "": false,
 		"1svc": false, "Svc": false, "svc.ns": false, "svc-": false, `web";return 200;#`: false,
-	} {
+	}
+	for _, s := range hostileStrings() {
+		backendNames[s] = false
+	}
+	for value, valid := range backendNames {
 		add("backend name", value, valid, func(tc *parityCase) { tc.route.BackendService.Name = v1.ServiceName(value) })
 	}
 	for value, valid := range map[int32]bool{1: true, 80: true, 65535: true, 0: false, -1: false, 65536: false} {
