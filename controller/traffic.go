@@ -72,10 +72,12 @@ func hasTraffic(r *v1.Route) bool {
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed
-// validation.ValidateRoute; fld is r's field path. backend is the host:port
-// of one of the gateway's Services. The renderer checks again each string
-// it writes (nginxArgument, headerName, the path alphabet), so a value
-// that bypassed validation is refused, never escaped.
+// validation.ValidateRoute (buildServers calls it first, whatever admission
+// did); fld is r's field path. backend is the host:port of one of the
+// gateway's Services, built from names ValidateRoute checked. The strings
+// a tenant writes as directive arguments are checked once more here
+// (nginxArgument, headerName, the path alphabet), so a value that
+// bypassed validation is refused, never escaped.
 func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *field.Path) (routeTraffic, field.ErrorList) {
 	var t routeTraffic
 	if !hasTraffic(r) {
