@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	apiservercel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/utils/ptr"
@@ -40,9 +42,10 @@ type parityCase struct {
 
 const parityName = "parity"
 
-// TestValidationParity sends one table of names, hosts, paths, pathTypes
-// and backends through the three layers that judge them, and demands the
-// same verdict from each, and on a refusal the same fields:
+// TestValidationParity sends one table of names, hosts, paths, pathTypes,
+// backends and traffic settings through the three layers that judge them,
+// and demands the same verdict from each, and on a refusal the same
+// fields:
 //
 //   - the real API server, with the CRD installed and no webhook, so its
 //     schema and CEL rules alone decide, as while the webhook is down (a
@@ -71,8 +74,9 @@ func TestValidationParity(t *testing.T) {
 	}
 }
 
-// parityCases are the table: every kind of name, host, path, pathType and
-// backend the rules tell apart, on both sides of each limit.
+// parityCases are the table: every kind of name, host, path, pathType,
+// backend and traffic setting (trafficParityCases) the rules tell apart,
+// on both sides of each limit.
 func parityCases() map[string]parityCase {
 	ok := v1.Route{Host: "api.example.com", Path: "/users/", PathType: v1.PathTypePrefix,
 		BackendService: v1.BackendService{Name: "user-service", Port: 8080}}
@@ -98,15 +102,20 @@ func parityCases() map[string]parityCase {
 	for value, valid := range map[string]bool{"Prefix": true, "Exact": true, "": false, "Regex": false, "prefix": false} {
 		add("pathType", value, valid, func(tc *parityCase) { tc.route.PathType = v1.PathType(value) })
 	}
-	for value, valid := range map[string]bool{
+	backendNames := map[string]bool{
 		"svc": true, "a": true, strings.Repeat("s", 63): true, strings.Repeat("s", 64): false, "": false,
 		"1svc": false, "Svc": false, "svc.ns": false, "svc-": false, `web";return 200;#`: false,
-	} {
+	}
+	for _, s := range hostileStrings() {
+		backendNames[s] = false
+	}
+	for value, valid := range backendNames {
 		add("backend name", value, valid, func(tc *parityCase) { tc.route.BackendService.Name = v1.ServiceName(value) })
 	}
 	for value, valid := range map[int32]bool{1: true, 80: true, 65535: true, 0: false, -1: false, 65536: false} {
 		add("backend port", fmt.Sprint(value), valid, func(tc *parityCase) { tc.route.BackendService.Port = value })
 	}
+	trafficParityCases(add)
 	return cases
 }
 
@@ -186,18 +195,24 @@ func parityGateway(tc parityCase) *v1.APIGateway {
 func apiServerVerdict(t *testing.T, gw *v1.APIGateway) []string {
 	t.Helper()
 	r := gw.Spec.Routes[0]
+	// The traffic settings as JSON writes them: each is optional, and an
+	// empty one is unset to every layer, so omitempty drops nothing a
+	// layer would judge.
+	route, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+	require.NoError(t, err)
+	maps.Copy(route, map[string]any{
+		"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType),
+		"backendService": map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)},
+	})
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1.GroupVersion.String(), "kind": "APIGateway",
 		"metadata": map[string]any{"name": gw.Name, "namespace": gw.Namespace},
 		"spec": map[string]any{
 			"image": gw.Spec.Image, "replicas": int64(*gw.Spec.Replicas),
-			"routes": []any{map[string]any{
-				"host": r.Host, "path": r.Path, "pathType": string(r.PathType),
-				"backendService": map[string]any{"name": r.BackendService.Name, "port": int64(r.BackendService.Port)},
-			}},
+			"routes": []any{route},
 		},
 	}}
-	err := env.Client.Create(t.Context(), obj, client.DryRunAll)
+	err = env.Client.Create(t.Context(), obj, client.DryRunAll)
 	if err == nil {
 		return nil
 	}

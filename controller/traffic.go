@@ -39,6 +39,16 @@ const (
 	rateLimitZoneSize = "1m"
 	// indent is a directive's indentation inside a location.
 	indent = "        "
+	// proxyHeadersHashBucketSize fits the longest header name the API
+	// admits, 64 characters, in the hashes nginx builds of a location's
+	// proxy_set_header and proxy_hide_header names: an entry takes a
+	// pointer (8) and the name with 2 bytes rounded up to 8, so 80 bytes,
+	// and nginx's default bucket of 64 refuses names of 47 characters or
+	// more ("could not build proxy_headers_hash"). 256 holds three such
+	// names per bucket and a pointer, as server_names_hash_bucket_size
+	// holds three maximal hosts; nginx allocates what the names use, not
+	// the bucket size.
+	proxyHeadersHashBucketSize = 256
 )
 
 // routeTraffic is what a route's traffic settings render to: the same for
@@ -62,10 +72,12 @@ func hasTraffic(r *v1.Route) bool {
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed
-// validation.ValidateRoute; fld is r's field path. backend is the host:port
-// of one of the gateway's Services. The renderer checks again each string
-// it writes (nginxArgument, headerName, the path alphabet), so a value
-// that bypassed validation is refused, never escaped.
+// validation.ValidateRoute (buildServers calls it first, whatever admission
+// did); fld is r's field path. backend is the host:port of one of the
+// gateway's Services, built from names ValidateRoute checked. The strings
+// a tenant writes as directive arguments are checked once more here
+// (nginxArgument, headerName, the path alphabet), so a value that
+// bypassed validation is refused, never escaped.
 func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *field.Path) (routeTraffic, field.ErrorList) {
 	var t routeTraffic
 	if !hasTraffic(r) {
@@ -78,6 +90,9 @@ func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *
 	writeTimeouts(&loc, r.Timeouts)
 	errs := writeBodySize(&loc, r.MaxBodySize, fld.Child("maxBodySize"))
 	writeRateLimit(&http, &loc, r.RateLimit, id)
+	if changesHeaders(r.RequestHeaders) || changesHeaders(r.ResponseHeaders) {
+		fmt.Fprintf(&loc, "%sproxy_headers_hash_bucket_size %d;\n", indent, proxyHeadersHashBucketSize)
+	}
 	errs = append(errs, writeRequestHeaders(&http, &loc, r.RequestHeaders, id, fld.Child("requestHeaders"))...)
 	errs = append(errs, writeResponseHeaders(&loc, r.ResponseHeaders, fld.Child("responseHeaders"))...)
 	if p := string(r.RewritePrefix); p != "" {
@@ -91,6 +106,11 @@ func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *
 	}
 	t.directives = loc.String()
 	return t, errs
+}
+
+// changesHeaders reports whether m names any header.
+func changesHeaders(m *v1.HeaderModifier) bool {
+	return m != nil && len(m.Set)+len(m.Add)+len(m.Remove) > 0
 }
 
 // routeID names the http-level blocks of the route with match
@@ -217,7 +237,7 @@ var gatewayHeaders = []struct{ name, value, comment string }{
 // later join a header the client sent on several lines into $http_name;
 // 1.22 keeps the first line only.
 func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id string, fld *field.Path) field.ErrorList {
-	if m == nil || len(m.Set)+len(m.Add)+len(m.Remove) == 0 {
+	if !changesHeaders(m) {
 		return nil
 	}
 	for _, h := range gatewayHeaders {

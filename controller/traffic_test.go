@@ -414,3 +414,177 @@ func TestRenderedSizeBound(t *testing.T) {
 	}
 	assert.Less(t, MaxConfigBytes, 1<<20, "a ConfigMap holds at most 1 MiB")
 }
+
+// boundsGateway sets every traffic setting at each end of what admission
+// admits: the longest names and values, of every character they may hold,
+// the most entries, the largest and smallest numbers.
+func boundsGateway() *v1.APIGateway {
+	const valueChars = "!#%&'()*+,-./:;<=>?@[]^_`{|}~ azAZ09"
+	value := strings.Repeat(valueChars, 1024/len(valueChars)+1)[:1023] + "x"
+	many := func(prefix string) []v1.HTTPHeader {
+		out := maximalHeaders(prefix)
+		for i := range out {
+			out[i].Name = v1.HTTPHeaderName(fmt.Sprintf("X-%s-%02d-", prefix, i) + strings.Repeat("a", 64-len(prefix)-6))
+			out[i].Value = v1.HTTPHeaderValue(value)
+		}
+		return out
+	}
+	removed := func(prefix string) []v1.HTTPHeaderName {
+		out := make([]v1.HTTPHeaderName, 16)
+		for i := range out {
+			out[i] = v1.HTTPHeaderName(fmt.Sprintf("X-%s-%02d", prefix, i))
+		}
+		return out
+	}
+	high := route("bounds.example.com", "/high/", v1.PathTypePrefix, "web", 65535)
+	for i := range 7 {
+		high.AdditionalBackends = append(high.AdditionalBackends, v1.WeightedBackend{
+			Name: v1.ServiceName(fmt.Sprintf("b%d", i) + strings.Repeat("b", 61)), Port: 65535, Weight: []int32{100, 0, 0, 0, 0, 0, 0}[i],
+		})
+	}
+	high.Timeouts = &v1.RouteTimeouts{ConnectSeconds: ptr.To[int32](75), ReadSeconds: ptr.To[int32](3600)}
+	high.RewritePrefix = v1.HTTPPath("/a-b._~!&()*+,=:@/" + strings.Repeat("p", 1024-19))
+	high.RequestHeaders = &v1.HeaderModifier{Set: many("s"), Add: many("a"), Remove: removed("r")}
+	high.ResponseHeaders = &v1.HeaderModifier{Set: many("s"), Add: many("a"), Remove: removed("r")}
+	high.MaxBodySize = "9999g"
+	high.RateLimit = &v1.RateLimit{RequestsPerSecond: 10000, Burst: 10000}
+
+	low := route("bounds.example.com", "/low", v1.PathTypePrefix, "w", 1)
+	low.AdditionalBackends = []v1.WeightedBackend{{Name: "c", Port: 1, Weight: 1}}
+	low.Timeouts = &v1.RouteTimeouts{ConnectSeconds: ptr.To[int32](1), ReadSeconds: ptr.To[int32](1)}
+	low.RewritePrefix = "/"
+	low.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "x", Value: ""}}, Add: []v1.HTTPHeader{{Name: "1", Value: "!"}}, Remove: []v1.HTTPHeaderName{"y"}}
+	low.ResponseHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "x", Value: ""}}, Add: []v1.HTTPHeader{{Name: "1", Value: "~"}}}
+	low.MaxBodySize = "1"
+	low.RateLimit = &v1.RateLimit{RequestsPerSecond: 1}
+
+	root := route("bounds.example.com", "/", v1.PathTypePrefix, "root", 80)
+	root.RewritePrefix = v1.HTTPPath("/" + strings.Repeat("r", 1023))
+	root.MaxBodySize = "9999"
+	sizes := route("bounds.example.com", "/k", v1.PathTypeExact, "k", 80)
+	sizes.MaxBodySize = "9999k"
+	gw := gateway("bounds", high, low, root, sizes)
+	gw.Spec.Image, gw.Spec.Replicas = "nginx:1.29", ptr.To[int32](2)
+	return gw
+}
+
+// TestRenderTrafficAtItsBounds: a gateway whose every traffic setting is
+// at a bound admission admits renders, and nginx loads it: no admitted
+// value is one nginx refuses (a size it cannot parse, a token longer than
+// its buffer, a rate or burst it rejects).
+func TestRenderTrafficAtItsBounds(t *testing.T) {
+	gw := boundsGateway()
+	require.Empty(t, validation.Validate(nil, gw), "every value is admitted")
+	config, err := renderConfig(gw, renderOptions{Resolvers: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	for _, want := range []string{
+		`client_max_body_size "9999g";`, `client_max_body_size "1";`, `client_max_body_size "9999k";`, `client_max_body_size "9999";`,
+		"proxy_connect_timeout 75s;", "proxy_read_timeout 3600s;", "proxy_connect_timeout 1s;", "proxy_read_timeout 1s;",
+		"rate=10000r/s;", " burst=10000 nodelay;", "rate=1r/s;", "\n    * \"b0",
+		`proxy_set_header x "";`, `proxy_set_header 1 $request_header_`, `add_header 1 "~" always;`,
+		fmt.Sprintf("proxy_headers_hash_bucket_size %d;", proxyHeadersHashBucketSize),
+	} {
+		assert.Contains(t, config, want)
+	}
+	out, err := nginxTest(t, nginxBinary(t), config)
+	require.NoError(t, err, "nginx -t:\n%s", out)
+	assert.NotContains(t, out, "[warn]", "nginx builds every hash without searching past its maximum")
+}
+
+// FuzzRenderTrafficStrings: whatever strings a tenant writes into a
+// route's traffic settings, the renderer refuses the gateway or writes
+// the same directives and blocks as for harmless strings in their place,
+// so no string adds, ends or opens a directive or a block. Its seeds (all
+// that `go test` runs) are the issue's hostile strings in every field.
+func FuzzRenderTrafficStrings(f *testing.F) {
+	for _, s := range hostileStrings() {
+		f.Add(s, s, s, s, s)
+		f.Add("X-A", s, "/v2", "1m", "canary")
+		f.Add("X-A"+s, "v", "/v2"+s, "1m"+s, "canary"+s)
+	}
+	f.Add("X-A", `a;} server { #x 'y' ) ( {`, "/v2/a-b._~!&()*+,=:@", "9999g", "c")
+	f.Add("X-A", "", "/", "0", "c")
+	f.Fuzz(func(t *testing.T, name, value, rewrite, size, backend string) {
+		config, err := renderConfig(fuzzGateway(name, value, rewrite, size, backend), renderOptions{Resolvers: []string{"127.0.0.1"}})
+		if err != nil {
+			require.Empty(t, config)
+			return
+		}
+		harmless := func(s, h string) string {
+			if s == "" {
+				return ""
+			}
+			return h
+		}
+		want, err := renderConfig(fuzzGateway(harmless(name, "X-H"), harmless(value, "h"), harmless(rewrite, "/h"), harmless(size, "1k"), harmless(backend, "h")),
+			renderOptions{Resolvers: []string{"127.0.0.1"}})
+		require.NoError(t, err, "a harmless gateway")
+		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
+	})
+}
+
+// fuzzGateway is one route with each string in every field that holds it.
+func fuzzGateway(name, value, rewrite, size, backend string) *v1.APIGateway {
+	r := route("fuzz.example.com", "/api", v1.PathTypePrefix, "web", 80)
+	r.AdditionalBackends = []v1.WeightedBackend{{Name: v1.ServiceName(backend), Port: 80, Weight: 10}}
+	r.RewritePrefix = v1.HTTPPath(rewrite)
+	r.MaxBodySize = size
+	h := []v1.HTTPHeader{{Name: v1.HTTPHeaderName(name), Value: v1.HTTPHeaderValue(value)}}
+	r.RequestHeaders = &v1.HeaderModifier{Add: h}
+	r.ResponseHeaders = &v1.HeaderModifier{Set: h}
+	other := route("fuzz.example.com", "/other", v1.PathTypeExact, "other", 80)
+	other.RequestHeaders = &v1.HeaderModifier{Set: h, Remove: []v1.HTTPHeaderName{v1.HTTPHeaderName(name + "-R")}}
+	other.ResponseHeaders = &v1.HeaderModifier{Add: h, Remove: []v1.HTTPHeaderName{v1.HTTPHeaderName(name + "-R")}}
+	return gateway("fuzz", r, other)
+}
+
+// directives are config's directives as nginx's parser reads them: each
+// one's block depth, name and number of arguments, and how it ends (';'
+// or '{'). Quoted arguments may hold anything but their quote (escaped
+// with '\'); '#' at a token's start comments out the rest of the line.
+func directives(t *testing.T, config string) []string {
+	t.Helper()
+	var out, args []string
+	depth := 0
+	for i := 0; i < len(config); {
+		switch c := config[i]; {
+		case strings.IndexByte(" \t\r\n", c) >= 0:
+			i++
+		case c == '#':
+			for i < len(config) && config[i] != '\n' {
+				i++
+			}
+		case c == ';' || c == '{':
+			require.NotEmpty(t, args, "%q without a directive at byte %d", c, i)
+			out = append(out, fmt.Sprintf("%d %s %d%c", depth, args[0], len(args), c))
+			if c == '{' {
+				depth++
+			}
+			args, i = nil, i+1
+		case c == '}':
+			require.Empty(t, args, "a directive without ';' before byte %d", i)
+			depth--
+			require.GreaterOrEqual(t, depth, 0, "'}' closes no block at byte %d", i)
+			out = append(out, fmt.Sprintf("%d }", depth))
+			i++
+		case c == '"' || c == '\'':
+			j := i + 1
+			for ; j < len(config) && config[j] != c; j++ {
+				if config[j] == '\\' {
+					j++
+				}
+			}
+			require.Less(t, j, len(config), "a quote opened at byte %d never ends", i)
+			args, i = append(args, "quoted"), j+1
+		default:
+			j := i
+			for j < len(config) && strings.IndexByte(" \t\r\n;{}\"'", config[j]) < 0 {
+				j++
+			}
+			args, i = append(args, config[i:j]), j
+		}
+	}
+	require.Zero(t, depth, "a block never ends")
+	require.Empty(t, args, "a directive never ends")
+	return out
+}

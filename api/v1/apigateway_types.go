@@ -224,6 +224,7 @@ type ParentGatewayReference struct {
 // Route sends the requests for one host and path to a backend Service, or
 // shares them among several.
 // +kubebuilder:validation:XValidation:rule="!has(self.rewritePrefix) || !has(self.pathType) || self.pathType == 'Prefix'",message="rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".rewritePrefix"
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
 type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
@@ -256,8 +257,9 @@ type Route struct {
 	// gateway's namespace, each once; the weights add up to at most 100.
 	// +kubebuilder:validation:MaxItems=7
 	// +kubebuilder:validation:XValidation:rule="self.map(b, b.weight).sum() <= 100",message="the weights add up to at most 100 (percent): backendService receives the rest"
-	// +kubebuilder:validation:XValidation:rule="self.all(b, self.exists_one(o, o.name == b.name && o.port == b.port))",message="each Service port may be listed once"
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=name
+	// +listMapKey=port
 	// +optional
 	AdditionalBackends []WeightedBackend `json:"additionalBackends,omitempty"`
 

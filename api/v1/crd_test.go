@@ -228,7 +228,11 @@ func TestSchemaRejects(t *testing.T) {
 		},
 		"a backend twice": {
 			spec:    traffic("additionalBackends: [{name: a, port: 80, weight: 1}, {name: a, port: 80, weight: 2}]"),
-			wantErr: []string{"spec.routes[0].additionalBackends: Invalid value", "each Service port may be listed once"},
+			wantErr: []string{"spec.routes[0].additionalBackends[1]: Duplicate value"},
+		},
+		"the primary again": {
+			spec:    traffic("additionalBackends: [{name: svc, port: 80, weight: 1}]"),
+			wantErr: []string{"spec.routes[0].additionalBackends: Invalid value", "the same Service port as backendService"},
 		},
 		"a connect timeout of 76 s": {
 			spec:    traffic("timeouts: {connectSeconds: 76}"),
@@ -269,6 +273,10 @@ func TestSchemaRejects(t *testing.T) {
 		"a header set twice": {
 			spec:    traffic("requestHeaders: {set: [{name: X-A, value: a}, {name: X-A, value: b}]}"),
 			wantErr: []string{"spec.routes[0].requestHeaders.set[1]: Duplicate value"},
+		},
+		"a header set and removed, in another case": {
+			spec:    traffic("responseHeaders: {set: [{name: X-A, value: a}], remove: [x-a]}"),
+			wantErr: []string{"spec.routes[0].responseHeaders: Invalid value", "names one header twice across set, add and remove"},
 		},
 		"a body size nginx does not read": {
 			spec:    traffic("maxBodySize: 10MB"),

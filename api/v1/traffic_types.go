@@ -48,8 +48,8 @@ type RouteTimeouts struct {
 
 // HeaderModifier changes HTTP headers: it sets, adds and removes, each
 // header named at most once across the three lists (names compare without
-// case: the schema checks each list, admission and the renderer the
-// three).
+// case).
+// +kubebuilder:validation:XValidation:rule="size(((has(self.set) ? self.set.map(h, h.name) : []) + (has(self.add) ? self.add.map(h, h.name) : []) + (has(self.remove) ? self.remove : [])).map(n, n.lowerAscii()).distinct()) == (has(self.set) ? size(self.set.map(h, h.name).distinct()) : 0) + (has(self.add) ? size(self.add.map(h, h.name).distinct()) : 0) + (has(self.remove) ? size(self.remove.distinct()) : 0)",message="names one header twice across set, add and remove (header names compare without case): change each header once"
 type HeaderModifier struct {
 	// set gives each header its value, replacing any it had. Up to 16.
 	// +kubebuilder:validation:MaxItems=16

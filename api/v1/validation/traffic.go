@@ -65,34 +65,44 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 	return errs
 }
 
+// validateAdditionalBackends checks a route's additional backends. The
+// weights add up as the schema's rule adds them, out-of-range ones
+// included. A Service port listed twice is a duplicate entry (the list is
+// a map keyed by name and port); backendService's listed again is the
+// list's error (the schema's rule on the route can name only the list).
 func validateAdditionalBackends(r *v1.Route, fld *field.Path) field.ErrorList {
 	backends := r.AdditionalBackends
 	if len(backends) > maxAdditionalBackends {
 		return field.ErrorList{field.TooMany(fld, len(backends), maxAdditionalBackends).WithOrigin(RuleAdditionalBackends)}
 	}
 	var errs field.ErrorList
-	total := int32(0)
-	seen := map[v1.BackendService]int{r.BackendService: -1}
+	total := int64(0)
+	seen, repeated := map[v1.BackendService]int{}, map[v1.BackendService]bool{}
 	for i, b := range backends {
 		bfld := fld.Index(i)
 		errs = append(errs, validateBackendName(string(b.Name), bfld.Child("name")).WithOrigin(RuleAdditionalBackends)...)
 		errs = append(errs, validateBackendPort(b.Port, bfld.Child("port")).WithOrigin(RuleAdditionalBackends)...)
 		if b.Weight < 0 || b.Weight > maxWeightPercent {
 			errs = append(errs, field.Invalid(bfld.Child("weight"), b.Weight, "must be a percentage from 0 to 100").WithOrigin(RuleAdditionalBackends))
-		} else {
-			total += b.Weight
 		}
+		total += int64(b.Weight)
 		key := v1.BackendService{Name: b.Name, Port: b.Port}
-		if j, dup := seen[key]; dup {
-			other := "backendService"
-			if j >= 0 {
-				other = fmt.Sprintf("additionalBackends[%d]", j)
-			}
-			errs = append(errs, field.Duplicate(bfld, fmt.Sprintf("%s:%d", b.Name, b.Port)).WithOrigin(RuleAdditionalBackends))
-			errs[len(errs)-1].Detail = "the same Service port as " + other + "; give it one entry with the sum of the weights"
+		if key == r.BackendService {
+			errs = append(errs, field.Invalid(fld, fmt.Sprintf("%s:%d", b.Name, b.Port), fmt.Sprintf(
+				"additionalBackends[%d] lists the same Service port as backendService, which receives what the weights leave: leave it out", i)).WithOrigin(RuleAdditionalBackends))
+		}
+		j, dup := seen[key]
+		if !dup {
+			seen[key] = i
 			continue
 		}
-		seen[key] = i
+		// Once per Service port, at its second entry, as the API server
+		// reports a repeated key.
+		if !repeated[key] {
+			repeated[key] = true
+			errs = append(errs, field.Duplicate(bfld, fmt.Sprintf("%s:%d", b.Name, b.Port)).WithOrigin(RuleAdditionalBackends))
+			errs[len(errs)-1].Detail = fmt.Sprintf("the same Service port as additionalBackends[%d]; give it one entry with the sum of the weights", j)
+		}
 	}
 	if total > maxWeightPercent {
 		errs = append(errs, field.Invalid(fld, total,
@@ -134,22 +144,39 @@ func validateRewritePrefix(r *v1.Route, fld *field.Path) field.ErrorList {
 
 // validateHeaders checks a header modifier: names and values as the
 // schema's patterns say, no reserved header, and each name once across
-// its three lists, compared without case (HTTP's rule).
+// its three lists, compared without case (HTTP's rule). A name repeated
+// as written in one list is that entry's error, as the API server reports
+// a duplicate key of a listType map or set; any other repetition (another
+// case, another list) is the modifier's, as its schema rule reports it
+// (the rule compares the names each list holds, distinct as written, with
+// those that stay distinct once lower-cased).
 func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 	if m == nil {
 		return nil
 	}
 	var errs field.ErrorList
+	// first is where each name, lower-cased, first appears; written
+	// counts the current list's names as written. A repeated name is
+	// reported once, at its second entry, as the API server reports a
+	// repeated key.
 	first := map[string]*field.Path{}
-	name := func(n string, nfld *field.Path) {
+	var written map[string]int
+	name := func(n string, nfld, entry *field.Path) {
 		errs = append(errs, validateHeaderName(n, nfld)...)
-		key := strings.ToLower(n)
-		if prev, dup := first[key]; dup {
-			errs = append(errs, field.Duplicate(nfld, n).WithOrigin(RuleHeaders))
-			errs[len(errs)-1].Detail = "already named by " + prev.String() + " (header names compare without case)"
+		if written[n]++; written[n] > 1 {
+			if written[n] == 2 {
+				errs = append(errs, field.Duplicate(entry, n).WithOrigin(RuleHeaders))
+			}
 			return
 		}
-		first[key] = nfld
+		key := strings.ToLower(n)
+		if prev, dup := first[key]; dup {
+			errs = append(errs, field.Duplicate(fld, n).WithOrigin(RuleHeaders))
+			errs[len(errs)-1].Detail = fmt.Sprintf("%s and %s name one header (header names compare without case): change each header once",
+				strings.TrimPrefix(prev.String(), fld.String()+"."), strings.TrimPrefix(entry.String(), fld.String()+"."))
+			return
+		}
+		first[key] = entry
 	}
 	for _, list := range []struct {
 		child   string
@@ -160,8 +187,9 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.TooMany(lfld, len(list.headers), maxHeaders).WithOrigin(RuleHeaders))
 			continue
 		}
+		written = map[string]int{}
 		for i, h := range list.headers {
-			name(string(h.Name), lfld.Index(i).Child("name"))
+			name(string(h.Name), lfld.Index(i).Child("name"), lfld.Index(i))
 			errs = append(errs, validateHeaderValue(string(h.Value), lfld.Index(i).Child("value"))...)
 		}
 	}
@@ -169,8 +197,9 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 	if len(m.Remove) > maxHeaders {
 		return append(errs, field.TooMany(rfld, len(m.Remove), maxHeaders).WithOrigin(RuleHeaders))
 	}
+	written = map[string]int{}
 	for i, n := range m.Remove {
-		name(string(n), rfld.Index(i))
+		name(string(n), rfld.Index(i), rfld.Index(i))
 	}
 	return errs
 }

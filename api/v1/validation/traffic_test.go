@@ -58,7 +58,7 @@ func TestValidateTraffic(t *testing.T) {
 		},
 		"the primary again": {
 			mutate: func(r *v1.Route) { r.AdditionalBackends = []v1.WeightedBackend{backend("user-service", 8080, 10)} },
-			want:   []wantErr{{"spec.routes[0].additionalBackends[0]", duplicate, "as backendService", RuleAdditionalBackends}},
+			want:   []wantErr{{"spec.routes[0].additionalBackends", invalid, "additionalBackends[0] lists the same Service port as backendService", RuleAdditionalBackends}},
 		},
 		"a backend twice": {
 			mutate: func(r *v1.Route) {
@@ -117,7 +117,19 @@ func TestValidateTraffic(t *testing.T) {
 			mutate: func(r *v1.Route) {
 				r.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{header("X-A", "1")}, Remove: []v1.HTTPHeaderName{"x-a"}}
 			},
-			want: []wantErr{{"spec.routes[0].requestHeaders.remove[0]", duplicate, "already named by requestHeaders.set[0].name", RuleHeaders}},
+			want: []wantErr{{"spec.routes[0].requestHeaders", duplicate, "set[0] and remove[0] name one header", RuleHeaders}},
+		},
+		"a header named thrice in one list": {
+			mutate: func(r *v1.Route) {
+				r.ResponseHeaders = &v1.HeaderModifier{Add: []v1.HTTPHeader{header("X-A", "1"), header("X-A", "2"), header("X-A", "3")}}
+			},
+			want: []wantErr{{"spec.routes[0].responseHeaders.add[1]", duplicate, "", RuleHeaders}},
+		},
+		"a backend thrice": {
+			mutate: func(r *v1.Route) {
+				r.AdditionalBackends = []v1.WeightedBackend{backend("a", 80, 10), backend("a", 80, 10), backend("a", 80, 10)}
+			},
+			want: []wantErr{{"spec.routes[0].additionalBackends[1]", duplicate, "as additionalBackends[0]", RuleAdditionalBackends}},
 		},
 		"a header name nginx would read": {
 			mutate: func(r *v1.Route) { r.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{header("X-$host", "1")}} },
