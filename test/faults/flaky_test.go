@@ -132,7 +132,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	assert.Equal(t, uids, c.childUIDs(t, keys[:gatewayCount]), "children made again")
 	cond := c.accepted(t, late, "False")
 	assert.Equal(t, v1.ReasonRouteConflict, cond.Reason)
-	assert.Contains(t, cond.Message, ns+"/held")
+	assert.Contains(t, cond.Message, "is served by APIGateway held, which claimed it first")
 	c.accepted(t, held, "True")
 
 	requests := readRequests(t, c.auditLog)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -203,6 +204,40 @@ func (c *cluster) bindReplicas(t *testing.T) {
 	meta.Namespace = operatorNS
 	require.NoError(t, c.client.Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subjects,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "apigateway-operator"}}))
+	c.policiesTrustReplicas(t)
+}
+
+// operatorUser is the operator's ServiceAccount as the admission policies
+// of manifests/policy name it.
+const operatorUser = "system:serviceaccount:" + operatorNS + ":apigateway-operator"
+
+// policiesTrustReplicas lets the replicas' group pass the admission
+// policies that name the operator's ServiceAccount (who may write
+// status.claims, and the bounds on what the operator writes) as the
+// ServiceAccount does: the replicas need identities of their own, which
+// the audit log tells apart.
+func (c *cluster) policiesTrustReplicas(t *testing.T) {
+	t.Helper()
+	replicasIn := "'" + replicasGroup + "' in request.userInfo.groups"
+	is := "request.userInfo.username == '" + operatorUser + "'"
+	isNot := "request.userInfo.username != '" + operatorUser + "'"
+	list := &admissionregistrationv1.ValidatingAdmissionPolicyList{}
+	require.NoError(t, c.client.List(t.Context(), list))
+	changed := 0
+	for i := range list.Items {
+		p := &list.Items[i]
+		for j := range p.Spec.MatchConditions {
+			e := &p.Spec.MatchConditions[j].Expression
+			before := *e
+			*e = strings.ReplaceAll(*e, is, "("+is+" || "+replicasIn+")")
+			*e = strings.ReplaceAll(*e, isNot, "("+isNot+" && !("+replicasIn+"))")
+			if *e != before {
+				changed++
+			}
+		}
+		require.NoError(t, c.client.Update(t.Context(), p))
+	}
+	require.Equal(t, 2, changed, "the policies that name the operator's ServiceAccount (manifests/policy/operator.yaml)")
 }
 
 // logTails prints the end of every log of the control plane's processes.

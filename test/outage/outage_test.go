@@ -59,7 +59,7 @@ func TestOperatorDown(t *testing.T) {
 	t.Run("defaults without the operator", func(t *testing.T) {
 		gw := gateway(ns, "defaulted", "Mixed.Example.com.", "")
 		require.NoError(t, env.Client.Create(t.Context(), gw))
-		assert.Equal(t, operatorDefaults.Image, gw.Spec.Image)
+		assert.Equal(t, operatorDefaults.Image, string(gw.Spec.Image))
 		assert.Equal(t, ptr.To(operatorDefaults.Replicas), gw.Spec.Replicas)
 		assert.Equal(t, v1.Route{Host: "mixed.example.com", Path: "/", PathType: v1.PathTypePrefix,
 			BackendService: v1.BackendService{Name: "backend", Port: 8080}}, gw.Spec.Routes[0])
