@@ -243,36 +243,20 @@ func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id st
 	for _, h := range gatewayHeaders {
 		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, h.name, h.value)
 	}
-	var errs field.ErrorList
-	for i, h := range m.Set {
-		name, value, err := header(h, fld.Child("set").Index(i))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, name, value)
-	}
-	for i, h := range m.Add {
-		name, _, err := header(h, fld.Child("add").Index(i))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		variable := fmt.Sprintf("request_header_%s_%d", id, i)
-		clients := "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_")
-		// The value passed nginxArgument, quoted; both forms are too.
-		fmt.Fprintf(http, "map %s $%s {\n    \"\" \"%s\";\n    default \"%s, %s\";\n}\n", clients, variable, h.Value, clients, h.Value)
-		fmt.Fprintf(loc, "%sproxy_set_header %s $%s;\n", indent, name, variable)
-	}
-	for i, n := range m.Remove {
-		name, err := headerName(string(n), fld.Child("remove").Index(i))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(loc, "%sproxy_set_header %s \"\";\n", indent, name)
-	}
-	return errs
+	return eachHeader(m, fld, headerWriters{
+		set: func(_ int, name, value string) {
+			fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, name, value)
+		},
+		add: func(i int, name, _ string) {
+			variable := fmt.Sprintf("request_header_%s_%d", id, i)
+			clients := "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_")
+			// The value passed nginxArgument, quoted; both forms are too.
+			value := string(m.Add[i].Value)
+			fmt.Fprintf(http, "map %s $%s {\n    \"\" \"%s\";\n    default \"%s, %s\";\n}\n", clients, variable, value, clients, value)
+			fmt.Fprintf(loc, "%sproxy_set_header %s $%s;\n", indent, name, variable)
+		},
+		remove: func(name string) { fmt.Fprintf(loc, "%sproxy_set_header %s \"\";\n", indent, name) },
+	})
 }
 
 // writeResponseHeaders sets, adds and removes the headers of the answers
@@ -284,22 +268,40 @@ func writeResponseHeaders(loc *strings.Builder, m *v1.HeaderModifier, fld *field
 	if m == nil {
 		return nil
 	}
+	return eachHeader(m, fld, headerWriters{
+		set: func(_ int, name, value string) {
+			fmt.Fprintf(loc, "%sproxy_hide_header %s;\n%sadd_header %s %s always;\n", indent, name, indent, name, value)
+		},
+		add:    func(_ int, name, value string) { fmt.Fprintf(loc, "%sadd_header %s %s always;\n", indent, name, value) },
+		remove: func(name string) { fmt.Fprintf(loc, "%sproxy_hide_header %s;\n", indent, name) },
+	})
+}
+
+// headerWriters write a modifier's checked headers: set and add get each
+// header's index, name and quoted value, remove each name.
+type headerWriters struct {
+	set, add func(i int, name, value string)
+	remove   func(name string)
+}
+
+// eachHeader checks every header of m and hands the ones that pass to w,
+// in the order set, add, remove; it returns the others' errors.
+func eachHeader(m *v1.HeaderModifier, fld *field.Path, w headerWriters) field.ErrorList {
 	var errs field.ErrorList
-	for i, h := range m.Set {
-		name, value, err := header(h, fld.Child("set").Index(i))
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	lists := []struct {
+		name    string
+		headers []v1.HTTPHeader
+		write   func(i int, name, value string)
+	}{{"set", m.Set, w.set}, {"add", m.Add, w.add}}
+	for _, l := range lists {
+		for i, h := range l.headers {
+			name, value, err := header(h, fld.Child(l.name).Index(i))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			l.write(i, name, value)
 		}
-		fmt.Fprintf(loc, "%sproxy_hide_header %s;\n%sadd_header %s %s always;\n", indent, name, indent, name, value)
-	}
-	for i, h := range m.Add {
-		name, value, err := header(h, fld.Child("add").Index(i))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(loc, "%sadd_header %s %s always;\n", indent, name, value)
 	}
 	for i, n := range m.Remove {
 		name, err := headerName(string(n), fld.Child("remove").Index(i))
@@ -307,7 +309,7 @@ func writeResponseHeaders(loc *strings.Builder, m *v1.HeaderModifier, fld *field
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(loc, "%sproxy_hide_header %s;\n", indent, name)
+		w.remove(name)
 	}
 	return errs
 }
