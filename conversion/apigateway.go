@@ -1,9 +1,13 @@
 package conversion
 
 import (
+	"encoding/json"
+	"slices"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1alpha1"
 )
 
@@ -87,13 +91,40 @@ func routeToV1alpha1(in *v1.Route) v1alpha1.Route {
 }
 
 func routeToV1(in *v1alpha1.Route) v1.Route {
-	return v1.Route{
-		Host:           in.Host,
-		Path:           in.Prefix,
-		PathType:       v1.PathTypePrefix,
-		BackendService: v1.BackendService{Name: in.ServiceName, Port: in.ServicePort},
-	}
+	out := *routeDefaults.DeepCopy()
+	out.Host = in.Host
+	out.Path = in.Prefix
+	out.PathType = v1.PathTypePrefix
+	out.BackendService = v1.BackendService{Name: in.ServiceName, Port: in.ServicePort}
+	return out
 }
+
+// routeDefaults is a v1 route with every field the v1 schema defaults
+// (defaults.SchemaDefaults, from the Table) at its default and nothing
+// else: what a v1alpha1 route, which has none of those fields, means in v1.
+// The API server fills the same defaults into every v1 route it stores, so
+// a route at its defaults stays plain (no DataAnnotation), and a v1 route
+// field that gains a default needs no change here: without this, every
+// stored gateway read through v1alpha1 would carry the annotation.
+var routeDefaults = func() v1.Route {
+	fields := map[string]any{}
+	for _, d := range defaults.SchemaDefaults() {
+		if slices.Equal(d.Lists, []string{"routes"}) {
+			fields[d.Field] = d.Value
+		}
+	}
+	var r v1.Route
+	raw, err := json.Marshal(fields)
+	if err == nil {
+		err = json.Unmarshal(raw, &r)
+	}
+	if err != nil {
+		// The Table is compiled in: a binary whose defaults do not fit
+		// its own type must not start.
+		panic("conversion: the route defaults of api/v1/defaults.Table do not fit v1.Route: " + err.Error())
+	}
+	return r
+}()
 
 // specIsPlain reports whether v1alpha1 can carry all of spec, that is whether
 // the plain mapping there and back gives spec again. It compares whole
