@@ -140,6 +140,23 @@ var registry = struct {
 // which suits a test's few gateways; Index's Finder keeps them counted.
 func NewFinder(indexer toolscache.Indexer) Finder { return indexFinder{indexer: indexer} }
 
+// NewStaticFinder is NewFinder over an indexer that no longer changes: it
+// counts the host namespaces once, as Index's Finder keeps them counted,
+// so that a test or benchmark of many gateways pays what the operator
+// pays, not a listing of every gateway per lookup.
+func NewStaticFinder(indexer toolscache.Indexer) Finder {
+	return indexFinder{indexer: indexer, counts: countNamespaces(indexer)}
+}
+
+// countNamespaces counts the host namespaces of indexer's gateways now.
+func countNamespaces(indexer toolscache.Indexer) *namespaceCounts {
+	c := &namespaceCounts{m: map[string]map[string]int{}}
+	for _, obj := range indexer.List() {
+		c.OnAdd(obj, false)
+	}
+	return c
+}
+
 // indexFinder is the Finder over an indexer holding Name and HostName.
 type indexFinder struct {
 	indexer toolscache.Indexer
@@ -173,11 +190,7 @@ func (f indexFinder) namespaces(value string) []string {
 	if f.counts != nil {
 		return f.counts.namespaces(value)
 	}
-	c := namespaceCounts{m: map[string]map[string]int{}}
-	for _, obj := range f.indexer.List() {
-		c.OnAdd(obj, false)
-	}
-	return c.namespaces(value)
+	return countNamespaces(f.indexer).namespaces(value)
 }
 
 func (f indexFinder) byIndex(index, value string) ([]*v1.APIGateway, error) {

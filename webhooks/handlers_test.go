@@ -198,14 +198,15 @@ func validatingWebhook(gateways routeindex.Finder) *admission.Webhook {
 	return (&admission.Webhook{Handler: validatingHandler{&Validator{Gateways: gateways}}}).WithRecoverPanic(false)
 }
 
-// testFinder is the production routeindex.Finder over an indexer holding gws.
+// testFinder is the production routeindex.Finder over an indexer holding
+// gws, its host namespaces counted once as the operator keeps them.
 func testFinder(t testing.TB, gws ...*v1.APIGateway) routeindex.Finder {
 	t.Helper()
 	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, routeindex.Indexers())
 	for _, gw := range gws {
 		require.NoError(t, indexer.Add(gw))
 	}
-	return routeindex.NewFinder(indexer)
+	return routeindex.NewStaticFinder(indexer)
 }
 
 // failingFinder is a cache that cannot answer (the first call fails).
