@@ -39,7 +39,9 @@ const (
 //     caches: a route an older gateway holds is refused (fails closed), a
 //     route of a gateway created during the silence, which the caches have
 //     not seen, is admitted (fails open) and resolved afterwards by the
-//     reconciler, the older gateway keeping it (RouteConflict);
+//     reconciler: the gateway whose claim it records first keeps the
+//     route, the other reports RouteConflict (both were created during
+//     the silence, so either may be first);
 //   - the leader, unable to renew, steps down without the API server
 //     (exits "leader election lost", and its pod restarts as a follower);
 //     none of its writes lands after the other replica took over, by the
@@ -128,12 +130,13 @@ func TestFlakyAPIServer(t *testing.T) {
 
 	// Its pod restarted, the old leader rejoins as a follower.
 	c.startOperator(t, operatorOptions{user: replicas[0], server: proxy.URL(), args: leaderArgs})
-	c.awaitConverged(t, append(keys, client.ObjectKeyFromObject(held)))
+	winner, loser := c.claimedFirst(t, held, late)
+	c.awaitConverged(t, append(keys, client.ObjectKeyFromObject(winner)))
 	assert.Equal(t, uids, c.childUIDs(t, keys[:gatewayCount]), "children made again")
-	cond := c.accepted(t, late, "False")
+	cond := c.accepted(t, loser, "False")
 	assert.Equal(t, v1.ReasonRouteConflict, cond.Reason)
-	assert.Contains(t, cond.Message, "is served by APIGateway held, which claimed it first")
-	c.accepted(t, held, "True")
+	assert.Contains(t, cond.Message, "is served by APIGateway "+winner.Name+", which claimed it first")
+	c.accepted(t, winner, "True")
 
 	requests := readRequests(t, c.auditLog)
 	took, ok := tookOver(requests, follower.user, time.Time{})
@@ -175,6 +178,31 @@ func (c *cluster) childUIDs(t *testing.T, keys []client.ObjectKey) map[string]ty
 }
 
 // accepted waits until gw's Accepted condition has status and returns it.
+// claimedFirst waits until the reconciler has given the route a and b both
+// ask for to one of them, and returns that one first. Claims are stamped
+// when the reconciler first sees a gateway, not when it was created: of
+// two gateways the operator could not see being made, either may win.
+func (c *cluster) claimedFirst(t *testing.T, a, b *v1.APIGateway) (winner, loser *v1.APIGateway) {
+	t.Helper()
+	var aWins bool
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		accepted := map[string]metav1.ConditionStatus{}
+		for _, gw := range []*v1.APIGateway{a, b} {
+			cur := &v1.APIGateway{}
+			require.NoError(ct, c.client.Get(t.Context(), client.ObjectKeyFromObject(gw), cur))
+			cond := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted)
+			require.NotNil(ct, cond, "%s has no Accepted condition", gw.Name)
+			accepted[gw.Name] = cond.Status
+		}
+		require.NotEqual(ct, accepted[a.Name], accepted[b.Name], "one of them serves the route")
+		aWins = accepted[a.Name] == metav1.ConditionTrue
+	}, waitFor, tick)
+	if aWins {
+		return a, b
+	}
+	return b, a
+}
+
 func (c *cluster) accepted(t *testing.T, gw *v1.APIGateway, status string) *metav1.Condition {
 	t.Helper()
 	var cond *metav1.Condition
