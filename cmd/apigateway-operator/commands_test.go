@@ -105,15 +105,19 @@ func TestValidateCommand(t *testing.T) {
 	}
 }
 
+// commandCase is a run of a subcommand: its input, arguments, exit code,
+// and what its standard output and error must contain.
+type commandCase struct {
+	name   string
+	stdin  string
+	args   []string
+	code   int
+	stdout []string
+	stderr []string
+}
+
 func TestConvertCommand(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		stdin  string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
+	for _, tc := range []commandCase{
 		{name: "help", args: []string{"--help"}, stdout: []string{"Usage: apigateway-operator convert --to v1|v1alpha1", "-to"}},
 		{name: "v1alpha1 to v1", args: []string{"--to", "v1", "-f", samples + "/apigateway_v1alpha1.yaml"},
 			stdout: []string{"apiVersion: example.com/v1\n", "path: /orders/", "pathType: Prefix", "name: order-service"}},

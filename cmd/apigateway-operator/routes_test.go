@@ -39,14 +39,7 @@ spec:
 `
 
 func TestRoutesCommand(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		stdin  string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
+	for _, tc := range []commandCase{
 		{name: "help", args: []string{"--help"}, stdout: []string{"Usage: apigateway-operator routes", "-namespace-ownership", "the first\nclaim wins"}},
 		{name: "the samples", args: []string{"-f", samples},
 			stdout: []string{"HOST              PATH        TYPE    GATEWAY                 BACKENDS              TIMEOUTS  REWRITE  STATUS\n",

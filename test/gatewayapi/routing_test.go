@@ -108,6 +108,16 @@ func notFound(scheme, host, target, by string) request {
 
 // apiGateway is an APIGateway exposed through HTTPRoutes at the listener
 // section of the Gateway public; routes are YAML flow mappings.
+// servedPod starts the pod of the gateway ns/name and waits until its
+// HTTPRoutes are Exposed.
+func servedPod(t *testing.T, ns, name string) client.ObjectKey {
+	t.Helper()
+	gw := client.ObjectKey{Namespace: ns, Name: name}
+	startPod(t, gw)
+	waitCondition(t, gw, v1.ConditionExposed, "True", v1.ReasonExposed)
+	return gw
+}
+
 func apiGateway(ns, name, section string, routes ...string) string {
 	return fmt.Sprintf(`
 apiVersion: example.com/v1
@@ -196,11 +206,8 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		ns := newNamespace(t, "shared")
 		apply(t, apiGateway(ns, "users", listenerHTTP, route("shared.example.com", "/users/", "Prefix", "users", 9001)))
 		apply(t, apiGateway(ns, "orders", listenerHTTP, route("shared.example.com", "/orders/", "Prefix", "orders", 9002)))
-		a, b := client.ObjectKey{Namespace: ns, Name: "users"}, client.ObjectKey{Namespace: ns, Name: "orders"}
-		startPod(t, a)
-		startPod(t, b)
-		waitCondition(t, a, v1.ConditionExposed, "True", v1.ReasonExposed)
-		waitCondition(t, b, v1.ConditionExposed, "True", v1.ReasonExposed)
+		servedPod(t, ns, "users")
+		servedPod(t, ns, "orders")
 		g.checkAll(t,
 			served("http", "shared.example.com", "/users/1", "users"),
 			served("http", "shared.example.com", "/orders/7", "orders"),
@@ -228,9 +235,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 			route(host, "/internal/", "Prefix", "internal", 9102),
 			route(host, "/public/", "Prefix", "public", 9103),
 			route(host, "/a:b", "Exact", "colon", 9104)))
-		gw := client.ObjectKey{Namespace: ns, Name: "encoded"}
-		startPod(t, gw)
-		waitCondition(t, gw, v1.ConditionExposed, "True", v1.ReasonExposed)
+		servedPod(t, ns, "encoded")
 		g.check(t, served("http", host, "/docs/x", "docs"))
 		refused := func(target, by string) request {
 			return request{scheme: "http", host: host, target: target, status: 400, by: by}
@@ -284,11 +289,8 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		ns := newNamespace(t, "wild")
 		apply(t, apiGateway(ns, "wide", listenerHTTP, route("*.wild.example.com", "/", "Prefix", "wide", 9012)))
 		apply(t, apiGateway(ns, "narrow", listenerHTTP, route("*.b.wild.example.com", "/", "Prefix", "narrow", 9013)))
-		wide, narrow := client.ObjectKey{Namespace: ns, Name: "wide"}, client.ObjectKey{Namespace: ns, Name: "narrow"}
-		startPod(t, wide)
-		startPod(t, narrow)
-		waitCondition(t, wide, v1.ConditionExposed, "True", v1.ReasonExposed)
-		waitCondition(t, narrow, v1.ConditionExposed, "True", v1.ReasonExposed)
+		servedPod(t, ns, "wide")
+		servedPod(t, ns, "narrow")
 		g.checkAll(t,
 			served("http", "one.wild.example.com", "/x", "wide"),
 			served("http", "a.b.wild.example.com", "/x", "narrow"),
@@ -330,9 +332,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		ns := newNamespace(t, "switch")
 		manifest := apiGateway(ns, "web", listenerHTTP, route("switch.example.com", "/", "Prefix", "web", 9007))
 		apply(t, manifest)
-		gw := client.ObjectKey{Namespace: ns, Name: "web"}
-		startPod(t, gw)
-		waitCondition(t, gw, v1.ConditionExposed, "True", v1.ReasonExposed)
+		gw := servedPod(t, ns, "web")
 		g.check(t, served("http", "switch.example.com", "/x", "web"))
 
 		res := env.Kubectl(t.Context(), nil, "patch", "agw", "web", "-n", ns, "--type=merge",
@@ -367,9 +367,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 			routes = append(routes, route("many.example.com", fmt.Sprintf("/p%03d", i), "Prefix", svc, port))
 		}
 		apply(t, apiGateway(ns, "many", listenerHTTP, routes...))
-		gw := client.ObjectKey{Namespace: ns, Name: "many"}
-		startPod(t, gw)
-		waitCondition(t, gw, v1.ConditionExposed, "True", v1.ReasonExposed)
+		gw := servedPod(t, ns, "many")
 		hr := httpRoutesOf(t, gw)
 		require.Len(t, hr, 1)
 		assert.LessOrEqual(t, len(hr[0].Spec.Rules), 16, "Gateway API allows 16 rules")
