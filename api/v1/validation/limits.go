@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -32,16 +33,18 @@ import (
 // has no backend, so its port is 0), and an object within these limits may
 // still be invalid, which is Validate's to say.
 func WithinSizeLimits(spec *v1.APIGatewaySpec) bool {
-	return specLimits(reflect.ValueOf(spec).Elem())
+	return specLimits()(reflect.ValueOf(spec).Elem())
 }
 
 // A limitCheck reports whether a value of one Go type keeps the limits of
 // its schema node; nil when that node sets none, anywhere below it.
 type limitCheck func(reflect.Value) bool
 
-// specLimits is compiled once, at start, from the embedded CRD: the walk of
-// a 100-route spec then reflects over values only, never over types.
-var specLimits = mustCompileSpecLimits(crd.APIGateways)
+// specLimits is compiled once, on first use, from the embedded CRD (some
+// milliseconds of YAML that the commands which never check a spec, such as
+// the reloader in every gateway pod, do not pay at start): the walk of a
+// 100-route spec then reflects over values only, never over types.
+var specLimits = sync.OnceValue(func() limitCheck { return mustCompileSpecLimits(crd.APIGateways) })
 
 func mustCompileSpecLimits(crdYAML []byte) limitCheck {
 	spec, err := v1SpecSchema(crdYAML)
