@@ -98,6 +98,15 @@ func TestFirstClaimOwnsTheHost(t *testing.T) {
 		route(host, "/users", v1.PathTypePrefix, "users-a", 80),
 		route(host, "/a-only", v1.PathTypePrefix, "only-a", 80)))
 	settled(t, owner)
+	// The sibling's class is installed, so that it routes the host
+	// whatever IngressClasses other tests left (with none at all, every
+	// class counts as routing; with some, only those).
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "internal"}, Spec: networkingv1.IngressClassSpec{Controller: "example.com/test"}}
+	if err := env.Client.Create(ctx, class); err == nil {
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	} else {
+		require.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	}
 	sibling := competitor(nsA, "internal", route(host, "/users", v1.PathTypePrefix, "users-internal", 80))
 	sibling.Spec.IngressClassName = ptr.To("internal")
 	sibling = createGateway(t, sibling)
@@ -142,8 +151,16 @@ func TestFirstClaimOwnsTheHost(t *testing.T) {
 	// The owner's namespace still routes the host through its sibling.
 	require.NoError(t, env.Client.Delete(ctx, owner))
 	waitServing(t, sibling, []string{host + " /users Prefix"}, []string{"users-internal"}, nil)
-	cur = waitCondition(t, taker, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
-	assert.Len(t, lostRoutes(t, cur), 2)
+	// The taker's status is rewritten once the reconciler has seen the
+	// deletion: wait for that status, not the one from before it.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(taker), cur))
+		cond := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted)
+		require.NotNil(c, cond)
+		assert.Equal(c, v1.ReasonHostOwned, cond.Reason, "%s: %s", cond.Status, cond.Message)
+		assert.Len(c, lostRoutes(t, cur), 2)
+	}, waitFor, tick)
 
 	require.NoError(t, env.Client.Delete(ctx, sibling))
 	waitCondition(t, taker, v1.ConditionAccepted, "True", v1.ReasonAccepted)
