@@ -144,6 +144,11 @@ func TestSelfSignedRotationUnderLoad(t *testing.T) {
 	installWebhooks(t, o, a.port, b.port, a.port, nil)
 	a.waitReady(t)
 	b.waitReady(t)
+	// Ready means every target holds the bundle; the API server applies a
+	// CRD's new caBundle to its conversion client a moment later. The load
+	// starts once a conversion went through (rotations keep that margin by
+	// PropagationDelay; the start has none).
+	waitConversionServed(t, ns)
 
 	var requests, failures atomic.Int64
 	var firstErr error

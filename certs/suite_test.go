@@ -266,6 +266,11 @@ func setConversion(t *testing.T, annotations map[string]string, conv *apiextensi
 	}, 30*time.Second, 50*time.Millisecond)
 }
 
+// hostOf is the host of gateway ns/name: the namespace is in it because a
+// host belongs to the namespace that claimed it first, and a repeated run
+// (-count) makes the same names in a new namespace.
+func hostOf(ns, name string) string { return name + "." + ns + ".example.com" }
+
 // newGateway is a v1 APIGateway that only the mutating webhook makes
 // whole: no replicas, an upper-case host, no path.
 func newGateway(ns, name string) *v1.APIGateway {
@@ -273,7 +278,7 @@ func newGateway(ns, name string) *v1.APIGateway {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.APIGatewaySpec{
 			Image: "nginx:1.27",
-			Routes: []v1.Route{{Host: v1.Hostname(strings.ToUpper(name) + ".Example.com"),
+			Routes: []v1.Route{{Host: v1.Hostname(strings.ToUpper(hostOf(ns, name))),
 				BackendService: v1.BackendService{Name: "user-service", Port: 8080}}},
 		},
 	}
@@ -288,7 +293,7 @@ func roundTrip(ctx context.Context, ns, name string) error {
 	if err := env.Client.Create(ctx, gw); err != nil {
 		return fmt.Errorf("creating %s: %w", name, err)
 	}
-	if gw.Spec.Replicas == nil || *gw.Spec.Replicas != 1 || string(gw.Spec.Routes[0].Host) != name+".example.com" {
+	if gw.Spec.Replicas == nil || *gw.Spec.Replicas != 1 || string(gw.Spec.Routes[0].Host) != hostOf(ns, name) {
 		return fmt.Errorf("creating %s: not defaulted by the mutating webhook: %+v", name, gw.Spec)
 	}
 	var old v1alpha1.APIGateway
