@@ -61,6 +61,14 @@ var (
 	routePathType    = field.NewPath("pathType")
 	routeBackendName = field.NewPath("backendService", "name")
 	routeBackendPort = field.NewPath("backendService", "port")
+
+	routeAdditionalBackends = field.NewPath("additionalBackends")
+	routeTimeouts           = field.NewPath("timeouts")
+	routeRewritePrefix      = field.NewPath("rewritePrefix")
+	routeRequestHeaders     = field.NewPath("requestHeaders")
+	routeResponseHeaders    = field.NewPath("responseHeaders")
+	routeMaxBodySize        = field.NewPath("maxBodySize")
+	routeRateLimit          = field.NewPath("rateLimit")
 )
 
 // ValidateRoute checks r, the route at routes[i]: its host, path, pathType

@@ -52,16 +52,16 @@ var reservedHeaders = map[string]bool{
 // the route (ValidateRoute puts the route's path in front).
 func validateTraffic(r *v1.Route) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateAdditionalBackends(r, field.NewPath("additionalBackends"))...)
-	errs = append(errs, validateTimeouts(r.Timeouts, field.NewPath("timeouts"))...)
-	errs = append(errs, validateRewritePrefix(r, field.NewPath("rewritePrefix"))...)
-	errs = append(errs, validateHeaders(r.RequestHeaders, field.NewPath("requestHeaders"))...)
-	errs = append(errs, validateHeaders(r.ResponseHeaders, field.NewPath("responseHeaders"))...)
+	errs = append(errs, validateAdditionalBackends(r, routeAdditionalBackends)...)
+	errs = append(errs, validateTimeouts(r.Timeouts, routeTimeouts)...)
+	errs = append(errs, validateRewritePrefix(r, routeRewritePrefix)...)
+	errs = append(errs, validateHeaders(r.RequestHeaders, routeRequestHeaders)...)
+	errs = append(errs, validateHeaders(r.ResponseHeaders, routeResponseHeaders)...)
 	if r.MaxBodySize != "" && !bodySize.MatchString(r.MaxBodySize) {
-		errs = append(errs, field.Invalid(field.NewPath("maxBodySize"), r.MaxBodySize,
+		errs = append(errs, field.Invalid(routeMaxBodySize, r.MaxBodySize,
 			"must be a size in nginx's notation: up to 4 digits, optionally followed by k, m or g, such as 10m; 0 accepts any size").WithOrigin(RuleMaxBodySize))
 	}
-	errs = append(errs, validateRateLimit(r.RateLimit, field.NewPath("rateLimit"))...)
+	errs = append(errs, validateRateLimit(r.RateLimit, routeRateLimit)...)
 	return errs
 }
 
@@ -189,8 +189,9 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 		}
 		written = map[string]int{}
 		for i, h := range list.headers {
-			name(string(h.Name), lfld.Index(i).Child("name"), lfld.Index(i))
-			errs = append(errs, validateHeaderValue(string(h.Value), lfld.Index(i).Child("value"))...)
+			entry := lfld.Index(i)
+			name(string(h.Name), entry.Child("name"), entry)
+			errs = append(errs, validateHeaderValue(string(h.Value), entry.Child("value"))...)
 		}
 	}
 	rfld := fld.Child("remove")
@@ -199,7 +200,8 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 	}
 	written = map[string]int{}
 	for i, n := range m.Remove {
-		name(string(n), rfld.Index(i), rfld.Index(i))
+		entry := rfld.Index(i)
+		name(string(n), entry, entry)
 	}
 	return errs
 }
