@@ -96,6 +96,13 @@ type decision struct {
 // gateways it competes with. routes are gw's HTTPRoutes as the cache has
 // them: a parent Gateway that refused them all is a scope gw does not
 // route in.
+//
+// A gateway whose parents refused it and that routes nowhere else keeps
+// its lost routes in its children: its HTTPRoutes' refusals are the only
+// record that it routes nowhere. Deleting one for a lost host would leave
+// the same HTTPRoute, recreated, with no parent's answer yet, which counts
+// as routing: the gateway would claim routing afresh and could take the
+// host back from the gateway it lost it to. Kept, they stay refused.
 func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*gatewayv1.HTTPRoute) (decision, error) {
 	classes, err := routeindex.Classes(ctx, r.clients.cached)
 	if err != nil {
@@ -120,8 +127,9 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 		lostAt[l.Index] = true
 		markLost(claims, &l.Route)
 	}
+	keepAll := claims.RoutingSince == nil && len(refused) > 0
 	for i, route := range gw.Spec.Routes {
-		if !lostAt[i] {
+		if !lostAt[i] || keepAll {
 			d.kept = append(d.kept, route)
 		}
 	}

@@ -420,7 +420,9 @@ func TestHTTPRouteConflictsArePerParentGateway(t *testing.T) {
 func TestARefusedGatewayHoldsNothing(t *testing.T) {
 	startOperator(t)
 	nsA, nsB := newNamespace(t, "hr-refused"), newNamespace(t, "hr-admitted")
-	const host = "hr-refused.example.com"
+	// A host of this run only: an earlier run's (-count) gateways still
+	// own theirs.
+	host := nsA + ".example.com"
 	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
 
 	refused := createHTTPRouteGateway(t, nsA, "squat", public, route(host, "/", v1.PathTypePrefix, "web-a", 80))
@@ -442,6 +444,15 @@ func TestARefusedGatewayHoldsNothing(t *testing.T) {
 	admitted := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
 	waitCondition(t, admitted, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 	waitHTTPRoutes(t, admitted, map[string][]string{host: {"PathPrefix / -> shop:80"}})
+
+	// The refused gateway is told it lost the host, and keeps its HTTPRoute
+	// with the parent's refusal in it: recreated, with no answer yet, it
+	// would count as routing and claim the host afresh.
+	cur = waitCondition(t, refused, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
+	assert.Nil(t, cur.Status.Claims.RoutingSince, "the refused gateway routes again")
+	rt := &gatewayv1.HTTPRoute{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: nsA, Name: HTTPRouteName(refused, host)}, rt))
+	assert.NotEmpty(t, rt.Status.Parents, "the refused gateway's HTTPRoute was deleted and recreated: the refusal is gone")
 }
 
 // TestHTTPRouteTimeoutsReachTheGateway: the request timeouts of routes
