@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -94,15 +97,15 @@ type decision struct {
 
 // decide claims gw's routes and scopes, and resolves them against the
 // gateways it competes with. routes are gw's HTTPRoutes as the cache has
-// them: a parent Gateway that refused them all is a scope gw does not
-// route in.
+// them: a parent Gateway that refused them all, or that does not exist,
+// is a scope gw does not route in.
 //
-// A gateway whose parents refused it and that routes nowhere else keeps
-// its lost routes in its children: its HTTPRoutes' refusals are the only
-// record that it routes nowhere. Deleting one for a lost host would leave
-// the same HTTPRoute, recreated, with no parent's answer yet, which counts
-// as routing: the gateway would claim routing afresh and could take the
-// host back from the gateway it lost it to. Kept, they stay refused.
+// A gateway that routes in none of its parent Gateways keeps its lost
+// routes in its children: its HTTPRoutes' refusals are the only record
+// that it routes nowhere. Deleting one for a lost host would leave the
+// same HTTPRoute, recreated, with no parent's answer yet, which counts as
+// routing: the gateway would claim routing afresh and could take the host
+// back from the gateway it lost it to. Kept, they stay refused.
 func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*gatewayv1.HTTPRoute) (decision, error) {
 	classes, err := routeindex.Classes(ctx, r.clients.cached)
 	if err != nil {
@@ -112,12 +115,13 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 	if err != nil {
 		return decision{}, err
 	}
-	refused := refusedParents(routes)
+	answers := parentAnswers(routes)
+	missing := r.missingParents(ctx, gw, answers)
 	routing := func(s ownership.Scope) bool {
 		if s.Ingress() {
 			return s.IngressRoutes(classes)
 		}
-		return !refused[s.Name]
+		return answers[s.Name] != metav1.ConditionFalse && !missing[s.Name]
 	}
 	claims := ownership.Stamp(gw, gw.Status.Claims, ownership.Scopes(gw, classes), routing, time.Now(), ownership.Floor(others))
 	losses := ownership.Resolve(ownership.Input{Gateway: gw, Claims: claims, Others: others, Classes: classes, Policy: r.opts.Policy})
@@ -127,7 +131,7 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 		lostAt[l.Index] = true
 		markLost(claims, &l.Route)
 	}
-	keepAll := claims.RoutingSince == nil && len(refused) > 0
+	keepAll := claims.RoutingSince == nil && validation.ExposedByHTTPRoute(&gw.Spec)
 	for i, route := range gw.Spec.Routes {
 		if !lostAt[i] || keepAll {
 			d.kept = append(d.kept, route)
@@ -136,25 +140,49 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 	return d, nil
 }
 
-// markLost flags route's claim as lost.
-func markLost(claims *v1.Claims, route *v1.Route) {
-	match, ok := validation.RouteMatch(route)
-	for i := range claims.Routes {
-		if ok && claims.Routes[i].Route == match {
-			claims.Routes[i].Lost = true
+// missingParents are the scopes of gw's parent Gateways that have answered
+// none of its HTTPRoutes and do not exist. Like an ingress class that does
+// not exist, such a parent routes nothing, so a claim there holds nothing:
+// otherwise any tenant could hold any host by naming a Gateway no one will
+// create. Each is read from the API server, not a cache: the operator
+// watches no Gateways, and only unanswered parents are read. A read that
+// fails otherwise (RBAC in namespaced mode, say) leaves the parent
+// counting as routing, as a slow parent does.
+func (r *Reconciler) missingParents(ctx context.Context, gw *v1.APIGateway, answers map[string]metav1.ConditionStatus) map[string]bool {
+	if !validation.ExposedByHTTPRoute(&gw.Spec) {
+		return nil
+	}
+	missing := map[string]bool{}
+	for _, scope := range validation.RouteScopes(gw) {
+		parent, _ := validation.ScopeGateway(scope)
+		if _, answered := answers[scope]; answered {
+			continue
+		}
+		ns, name, _ := strings.Cut(parent, "/")
+		err := r.clients.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &metav1.PartialObjectMetadata{TypeMeta: gatewayKind})
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			missing[scope] = true
+		case err != nil:
+			logf.FromContext(ctx).V(1).Info("Cannot tell whether a parent Gateway exists; it counts as routing", "gateway", parent, "reason", err.Error())
 		}
 	}
+	return missing
 }
 
-// refusedParents are the scopes ("gateway ns/name") of the parent
-// Gateways that refused every one of routes they answered for (Accepted
-// False, such as NotAllowedByListeners) and accepted none: the gateway
-// routes nowhere there, so its routes hold nothing there and block no one.
-// A parent that has not answered yet still counts as routing: a Gateway
-// whose controller is slow, or absent, must not let a second gateway in
-// beside the first.
-func refusedParents(routes []*gatewayv1.HTTPRoute) map[string]bool {
-	refused, accepted := map[string]bool{}, map[string]bool{}
+// gatewayKind is Gateway API's Gateway, read as metadata only.
+var gatewayKind = metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway"}
+
+// parentAnswers are the verdicts of the parent Gateways, by scope ("gateway
+// ns/name"), on routes: True when the parent accepted one of them, False
+// when it refused every one it answered for (such as
+// NotAllowedByListeners); a parent that answered none is absent. A
+// refused parent routes nowhere, so the gateway's routes hold nothing
+// there and block no one. A parent that has not answered yet still counts
+// as routing: a Gateway whose controller is slow, or absent, must not let
+// a second gateway in beside the first.
+func parentAnswers(routes []*gatewayv1.HTTPRoute) map[string]metav1.ConditionStatus {
+	answers := map[string]metav1.ConditionStatus{}
 	for _, rt := range routes {
 		for _, p := range rt.Status.Parents {
 			if k := p.ParentRef.Kind; k != nil && *k != "Gateway" {
@@ -165,18 +193,15 @@ func refusedParents(routes []*gatewayv1.HTTPRoute) map[string]bool {
 				ns = string(*p.ParentRef.Namespace)
 			}
 			scope := validation.GatewayScope(ns, string(p.ParentRef.Name))
-			switch parentAccepted(&p) {
-			case metav1.ConditionTrue:
-				accepted[scope] = true
-			case metav1.ConditionFalse:
-				refused[scope] = true
+			switch status := parentAccepted(&p); {
+			case status == metav1.ConditionTrue:
+				answers[scope] = status
+			case status == metav1.ConditionFalse && answers[scope] != metav1.ConditionTrue:
+				answers[scope] = status
 			}
 		}
 	}
-	for scope := range accepted {
-		delete(refused, scope)
-	}
-	return refused
+	return answers
 }
 
 // parentAccepted is a Gateway's status entry's Accepted status, at any
@@ -189,6 +214,16 @@ func parentAccepted(p *gatewayv1.RouteParentStatus) metav1.ConditionStatus {
 		}
 	}
 	return metav1.ConditionUnknown
+}
+
+// markLost flags route's claim as lost.
+func markLost(claims *v1.Claims, route *v1.Route) {
+	match, ok := validation.RouteMatch(route)
+	for i := range claims.Routes {
+		if ok && claims.Routes[i].Route == match {
+			claims.Routes[i].Lost = true
+		}
+	}
 }
 
 // servedGateway is gw with only the routes it serves, kept, and only the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
 )
 
 // gatewayController is the controllerName the tests write HTTPRoute
@@ -32,6 +34,34 @@ const gatewayController = "example.net/gateway-controller"
 // collector, the gateway's HTTPRoutes are deleted after it when the test
 // ends.
 func createHTTPRouteGateway(t *testing.T, ns, name string, parents []v1.ParentGatewayReference, routes ...v1.Route) *v1.APIGateway {
+	t.Helper()
+	for _, p := range parents {
+		ensureGateway(t, validation.ParentGateway(ns, &p))
+	}
+	return createHTTPRouteGatewayWithoutParents(t, ns, name, parents, routes...)
+}
+
+// ensureGateway creates the Gateway namespace/name, and its namespace,
+// unless they exist: a parent that does not exist routes nothing. No
+// Gateway controller runs; tests answer for one (answerAsGatewayController).
+func ensureGateway(t *testing.T, parent string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name, _ := strings.Cut(parent, "/")
+	err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	require.True(t, err == nil || apierrors.IsAlreadyExists(err), "creating namespace %s: %v", ns, err)
+	err = env.Client.Create(ctx, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+		}},
+	})
+	require.True(t, err == nil || apierrors.IsAlreadyExists(err), "creating Gateway %s: %v", parent, err)
+}
+
+// createHTTPRouteGatewayWithoutParents is createHTTPRouteGateway for
+// parents that may not exist.
+func createHTTPRouteGatewayWithoutParents(t *testing.T, ns, name string, parents []v1.ParentGatewayReference, routes ...v1.Route) *v1.APIGateway {
 	t.Helper()
 	gw := competitor(ns, name, routes...)
 	gw.Spec.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: parents}}
@@ -516,4 +546,47 @@ func TestHTTPRouteTimeoutsReachTheGateway(t *testing.T) {
 			assert.True(t, apierrors.IsInvalid(err), "%q: %v", d, err)
 		}
 	})
+}
+
+// TestAMissingParentHoldsNothing: a gateway whose parent Gateway does not
+// exist routes nowhere, as one of an ingress class that does not exist
+// does, so it claims no host: naming a Gateway no one will create blocks
+// no one. Once the Gateway exists and accepts it, it routes, with a claim
+// later than the host's owner's, and stays out.
+func TestAMissingParentHoldsNothing(t *testing.T) {
+	startOperator(t)
+	ctx := context.Background()
+	nsA, nsB := newNamespace(t, "hr-missing"), newNamespace(t, "hr-present")
+	host := nsA + ".example.com"
+	nowhere := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace(nsA)), Name: "nowhere"}
+
+	squat := createHTTPRouteGatewayWithoutParents(t, nsA, "squat", []v1.ParentGatewayReference{{Namespace: ptr.To(nsA), Name: "nowhere"}},
+		route(host, "/", v1.PathTypePrefix, "web-a", 80))
+	waitHTTPRoutes(t, squat, map[string][]string{host: {"PathPrefix / -> squat:80"}})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(squat), cur))
+		require.NotNil(c, cur.Status.Claims)
+		assert.Nil(c, cur.Status.Claims.RoutingSince, "its parent does not exist: it routes nowhere")
+	}, waitFor, tick)
+
+	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
+	shop := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
+	waitCondition(t, shop, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, shop, map[string][]string{host: {"PathPrefix / -> shop:80"}})
+
+	// The Gateway appears and its controller accepts the squatter's
+	// HTTPRoute: the squatter routes from now on, after shop's claim.
+	ensureGateway(t, nsA+"/nowhere")
+	answerAsGatewayController(t, client.ObjectKey{Namespace: nsA, Name: HTTPRouteName(squat, host)}, nowhere,
+		metav1.Condition{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "accepted"})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(squat), cur))
+		require.NotNil(c, cur.Status.Claims)
+		assert.NotNil(c, cur.Status.Claims.RoutingSince, "its parent accepted it: it routes")
+	}, waitFor, tick)
+	waitCondition(t, squat, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
+	waitCondition(t, shop, v1.ConditionAccepted, "True", v1.ReasonAccepted)
+	waitHTTPRoutes(t, shop, map[string][]string{host: {"PathPrefix / -> shop:80"}})
 }
