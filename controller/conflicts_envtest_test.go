@@ -308,12 +308,7 @@ func TestWildcardsAndClasses(t *testing.T) {
 	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "not-installed-yet"}, Spec: networkingv1.IngressClassSpec{Controller: "example.com/test"}}
 	require.NoError(t, env.Client.Create(ctx, class))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(squat), cur))
-		require.NotNil(c, cur.Status.Claims)
-		assert.NotNil(c, cur.Status.Claims.RoutingSince, "the class exists: the squatter routes now")
-	}, waitFor, tick)
+	waitRouting(t, squat, true, "the class exists: the squatter routes now")
 	waitCondition(t, squat, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
 	waitCondition(t, real, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 }

@@ -464,12 +464,7 @@ func TestARefusedGatewayHoldsNothing(t *testing.T) {
 		gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace("infra")), Name: "public"},
 		metav1.Condition{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners", Message: "no listener admits namespace " + nsA},
 		metav1.Condition{Type: "ResolvedRefs", Status: "True", Reason: "ResolvedRefs", Message: "all references resolved"})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(refused), cur))
-		require.NotNil(c, cur.Status.Claims)
-		assert.Nil(c, cur.Status.Claims.RoutingSince, "refused everywhere: it routes nowhere")
-	}, waitFor, tick)
+	waitRouting(t, refused, false, "refused everywhere: it routes nowhere")
 
 	admitted := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
 	waitCondition(t, admitted, v1.ConditionAccepted, "True", v1.ReasonAccepted)
@@ -555,7 +550,6 @@ func TestHTTPRouteTimeoutsReachTheGateway(t *testing.T) {
 // later than the host's owner's, and stays out.
 func TestAMissingParentHoldsNothing(t *testing.T) {
 	startOperator(t)
-	ctx := context.Background()
 	nsA, nsB := newNamespace(t, "hr-missing"), newNamespace(t, "hr-present")
 	host := nsA + ".example.com"
 	nowhere := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace(nsA)), Name: "nowhere"}
@@ -563,12 +557,7 @@ func TestAMissingParentHoldsNothing(t *testing.T) {
 	squat := createHTTPRouteGatewayWithoutParents(t, nsA, "squat", []v1.ParentGatewayReference{{Namespace: ptr.To(nsA), Name: "nowhere"}},
 		route(host, "/", v1.PathTypePrefix, "web-a", 80))
 	waitHTTPRoutes(t, squat, map[string][]string{host: {"PathPrefix / -> squat:80"}})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(squat), cur))
-		require.NotNil(c, cur.Status.Claims)
-		assert.Nil(c, cur.Status.Claims.RoutingSince, "its parent does not exist: it routes nowhere")
-	}, waitFor, tick)
+	waitRouting(t, squat, false, "its parent does not exist: it routes nowhere")
 
 	public := []v1.ParentGatewayReference{{Namespace: ptr.To("infra"), Name: "public"}}
 	shop := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
@@ -580,12 +569,7 @@ func TestAMissingParentHoldsNothing(t *testing.T) {
 	ensureGateway(t, nsA+"/nowhere")
 	answerAsGatewayController(t, client.ObjectKey{Namespace: nsA, Name: HTTPRouteName(squat, host)}, nowhere,
 		metav1.Condition{Type: "Accepted", Status: "True", Reason: "Accepted", Message: "accepted"})
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(squat), cur))
-		require.NotNil(c, cur.Status.Claims)
-		assert.NotNil(c, cur.Status.Claims.RoutingSince, "its parent accepted it: it routes")
-	}, waitFor, tick)
+	waitRouting(t, squat, true, "its parent accepted it: it routes")
 	waitCondition(t, squat, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
 	waitCondition(t, shop, v1.ConditionAccepted, "True", v1.ReasonAccepted)
 	waitHTTPRoutes(t, shop, map[string][]string{host: {"PathPrefix / -> shop:80"}})

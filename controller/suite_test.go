@@ -265,3 +265,15 @@ func mustQuantity(t *testing.T, s string) resource.Quantity {
 	require.NoError(t, err)
 	return q
 }
+
+// waitRouting waits until gw's claims say it routes somewhere (routing) or
+// nowhere (!routing): a gateway that routes nowhere holds no host.
+func waitRouting(t *testing.T, gw *v1.APIGateway, routing bool, why string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cur := &v1.APIGateway{}
+		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
+		require.NotNil(c, cur.Status.Claims)
+		assert.Equal(c, routing, cur.Status.Claims.RoutingSince != nil, why)
+	}, waitFor, tick)
+}
