@@ -758,3 +758,43 @@ func TestGatewayDuration(t *testing.T) {
 		assert.Equal(t, time.Duration(seconds)*time.Second, d, "%s", got)
 	}
 }
+
+// TestParentAnswers: a parent Gateway's verdict on a gateway's HTTPRoutes
+// is True once it accepted one, False when it refused every one it
+// answered for, and absent (so read, and counted as routing if it exists)
+// when it answered none.
+func TestParentAnswers(t *testing.T) {
+	answered := func(ns string, entries ...gatewayv1.RouteParentStatus) *gatewayv1.HTTPRoute {
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+		r.Status.Parents = entries
+		return r
+	}
+	entry := func(ref gatewayv1.ParentReference, accepted metav1.ConditionStatus) gatewayv1.RouteParentStatus {
+		return gatewayv1.RouteParentStatus{ParentRef: ref, Conditions: []metav1.Condition{cond("Accepted", accepted, "Reason", 1)}}
+	}
+	service := parentRef("infra", "public")
+	service.Kind = ptr.To(gatewayv1.Kind("Service"))
+	for _, tc := range []struct {
+		name   string
+		routes []*gatewayv1.HTTPRoute
+		want   map[string]metav1.ConditionStatus
+	}{
+		{"no HTTPRoutes", nil, map[string]metav1.ConditionStatus{}},
+		{"refused", []*gatewayv1.HTTPRoute{answered("shop", entry(parentRef("infra", "public"), "False"))},
+			map[string]metav1.ConditionStatus{"gateway infra/public": "False"}},
+		{"refused one, accepted another", []*gatewayv1.HTTPRoute{
+			answered("shop", entry(parentRef("infra", "public"), "True")),
+			answered("shop", entry(parentRef("infra", "public"), "False")),
+		}, map[string]metav1.ConditionStatus{"gateway infra/public": "True"}},
+		{"the namespace is the HTTPRoute's when the entry names none", []*gatewayv1.HTTPRoute{answered("shop", entry(parentRef("", "public"), "False"))},
+			map[string]metav1.ConditionStatus{"gateway shop/public": "False"}},
+		{"Unknown is no answer", []*gatewayv1.HTTPRoute{answered("shop", entry(parentRef("infra", "public"), "Unknown"))},
+			map[string]metav1.ConditionStatus{}},
+		{"a parent of another kind is not a Gateway", []*gatewayv1.HTTPRoute{answered("shop", entry(service, "False"))},
+			map[string]metav1.ConditionStatus{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, parentAnswers(tc.routes))
+		})
+	}
+}
