@@ -59,17 +59,32 @@ const (
 	invalid = samples + "/invalid"
 )
 
+// commandCase is a run of a subcommand: its input, arguments, exit code,
+// what its standard output and error must contain, and what neither may.
+type commandCase struct {
+	name       string
+	stdin      string
+	args       []string
+	code       int
+	stdout     []string
+	stderr     []string
+	notInStdio []string
+}
+
+// run runs the case's command and checks what it says; it returns the
+// output for more checks.
+func (tc commandCase) run(t *testing.T, command string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr = checkRun(t, tc.stdin, append([]string{command}, tc.args...), tc.code, tc.stdout, tc.stderr)
+	for _, s := range tc.notInStdio {
+		assert.NotContains(t, stdout+stderr, s)
+	}
+	return stdout, stderr
+}
+
 func TestValidateCommand(t *testing.T) {
 	unknownField := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw}\nspec:\n  replica: 2\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n"
-	for _, tc := range []struct {
-		name       string
-		stdin      string
-		args       []string
-		code       int
-		stdout     []string
-		stderr     []string
-		notInStdio []string
-	}{
+	for _, tc := range []commandCase{
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"Usage: apigateway-operator validate", "-default-image", "Exit status: 0 valid, 1 invalid, 2 unusable input"}},
 		{name: "the samples are valid", args: []string{"-f", samples}, code: 0,
 			stdout: []string{"apigateway.example.com/my-app-gateway valid", "apigateway.example.com/legacy-gateway valid"},
@@ -97,23 +112,9 @@ func TestValidateCommand(t *testing.T) {
 		{name: "a bad namespace image", args: []string{"--namespace-default-image", "team", "-f", samples}, code: 2, stderr: []string{"NAMESPACE=IMAGE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr := checkRun(t, tc.stdin, append([]string{"validate"}, tc.args...), tc.code, tc.stdout, tc.stderr)
-			for _, s := range tc.notInStdio {
-				assert.NotContains(t, stdout+stderr, s)
-			}
+			tc.run(t, "validate")
 		})
 	}
-}
-
-// commandCase is a run of a subcommand: its input, arguments, exit code,
-// and what its standard output and error must contain.
-type commandCase struct {
-	name   string
-	stdin  string
-	args   []string
-	code   int
-	stdout []string
-	stderr []string
 }
 
 func TestConvertCommand(t *testing.T) {
@@ -134,7 +135,7 @@ func TestConvertCommand(t *testing.T) {
 			args: []string{"--to", "v1alpha1", "-f", "-"}, code: 1, stderr: []string{"decoding the APIGateway"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkRun(t, tc.stdin, append([]string{"convert"}, tc.args...), tc.code, tc.stdout, tc.stderr)
+			tc.run(t, "convert")
 		})
 	}
 }

@@ -60,7 +60,7 @@ func TestRoutesCommand(t *testing.T) {
 		{name: "a bad --namespace-ownership", args: []string{"--namespace-ownership", "Loose", "-f", samples}, code: 2, stderr: []string{"want Strict or InterNamespaceAllowed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, _ := checkRun(t, tc.stdin, append([]string{"routes"}, tc.args...), tc.code, tc.stdout, tc.stderr)
+			stdout, _ := tc.run(t, "routes")
 			if tc.code != 0 {
 				assert.Empty(t, stdout, "no table")
 			}
