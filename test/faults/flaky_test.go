@@ -177,7 +177,6 @@ func (c *cluster) childUIDs(t *testing.T, keys []client.ObjectKey) map[string]ty
 	return uids
 }
 
-// accepted waits until gw's Accepted condition has status and returns it.
 // claimedFirst waits until the reconciler has given the route a and b both
 // ask for to one of them, and returns that one first. Claims are stamped
 // when the reconciler first sees a gateway, not when it was created: of
@@ -203,6 +202,7 @@ func (c *cluster) claimedFirst(t *testing.T, a, b *v1.APIGateway) (winner, loser
 	return b, a
 }
 
+// accepted waits until gw's Accepted condition has status and returns it.
 func (c *cluster) accepted(t *testing.T, gw *v1.APIGateway, status string) *metav1.Condition {
 	t.Helper()
 	var cond *metav1.Condition

@@ -106,8 +106,6 @@ func notFound(scheme, host, target, by string) request {
 	return request{scheme: scheme, host: host, target: target, status: 404, by: by}
 }
 
-// apiGateway is an APIGateway exposed through HTTPRoutes at the listener
-// section of the Gateway public; routes are YAML flow mappings.
 // servedPod starts the pod of the gateway ns/name and waits until its
 // HTTPRoutes are Exposed.
 func servedPod(t *testing.T, ns, name string) client.ObjectKey {
@@ -118,6 +116,8 @@ func servedPod(t *testing.T, ns, name string) client.ObjectKey {
 	return gw
 }
 
+// apiGateway is an APIGateway exposed through HTTPRoutes at the listener
+// section of the Gateway public; routes are YAML flow mappings.
 func apiGateway(ns, name, section string, routes ...string) string {
 	return fmt.Sprintf(`
 apiVersion: example.com/v1
