@@ -45,9 +45,20 @@ func StartOperator(ctx context.Context, binary string, args, env []string, logFi
 	}()
 	if err := o.waitReady(ctx, readyURL); err != nil {
 		_ = o.Stop()
-		return nil, err
+		return nil, fmt.Errorf("%w; the log ends:\n%s", err, logTail(logFile))
 	}
 	return o, nil
+}
+
+// logTail is the end of the log at path, for an error that would
+// otherwise name a file the test's cleanup deletes.
+func logTail(path string) string {
+	out, _ := os.ReadFile(path)
+	const max = 4 << 10
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return string(out)
 }
 
 func (o *Operator) waitReady(ctx context.Context, url string) error {

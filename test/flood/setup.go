@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +54,20 @@ const GoMemLimit = "GOMEMLIMIT=536870912"
 // with client authentication against clientCA and the manifest's memory
 // limit, its log in logFile. It returns the process and its webhook
 // address.
+//
+// The probe port is picked free and then released, so another process
+// may take it before the operator binds it: a start that fails on an
+// address in use is tried again, with another, up to three times.
 func StartOperatorFor(ctx context.Context, env *testenv.Env, binary, clientCA, logFile string) (*Operator, string, error) {
+	for attempt := 1; ; attempt++ {
+		op, addr, err := startOperatorFor(ctx, env, binary, clientCA, logFile)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return op, addr, err
+		}
+	}
+}
+
+func startOperatorFor(ctx context.Context, env *testenv.Env, binary, clientCA, logFile string) (*Operator, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
