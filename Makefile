@@ -96,7 +96,7 @@ chart: k8s ## Generate the Helm chart charts/apigateway-operator from manifests/
 	go run ./charts/gen -kubectl $(K8S_ASSETS)/kubectl
 
 .PHONY: verify
-verify: ## Fail when generated files are stale or gofmt/go vet complain.
+verify: ## Fail when generated files are stale, gofmt/go vet complain, or a doc names code, a file or a heading that does not exist.
 	hack/verify.sh "$(MAKE)"
 
 .PHONY: lint
