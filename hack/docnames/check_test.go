@@ -200,11 +200,11 @@ func TestBenchLines(t *testing.T) {
 
 func TestSlugify(t *testing.T) {
 	cases := map[string]string{
-		"Faults":                               "faults",
-		"Webhook certificates (`--cert-mode`)": "webhook-certificates---cert-mode",
-		"Tested with Traefik v3.7.12":          "tested-with-traefik-v3712",
-		"Ingress or Gateway API":               "ingress-or-gateway-api",
-		"What a backend receives":              "what-a-backend-receives",
+		"Faults":                                               "faults",
+		"Webhook certificates (`--cert-mode`)":                 "webhook-certificates---cert-mode",
+		"Tested with Traefik v3.7.12":                          "tested-with-traefik-v3712",
+		"Ingress or Gateway API":                               "ingress-or-gateway-api",
+		"What a backend receives":                              "what-a-backend-receives",
 		"One APIGateway, from `kubectl apply` to its children": "one-apigateway-from-kubectl-apply-to-its-children",
 		"See [Faults](#faults)":                                "see-faults",
 		"snake_case and Ünïcode":                               "snake_case-and-ünïcode",
