@@ -100,7 +100,7 @@ func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway) []podRep
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			t.status, t.err = readPodStatus(ctx, t.addr)
+			t.status, t.err = readPodStatus(ctx, r.statusClient, t.addr)
 			reports[i] = t.podReport
 		})
 	}
@@ -108,17 +108,27 @@ func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway) []podRep
 	return reports
 }
 
-// podStatusClient reads the pods' status ports: never through a proxy
-// from the environment, never kept waiting.
-var podStatusClient = &http.Client{
-	Timeout: 2 * time.Second,
-	Transport: &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     30 * time.Second,
-	},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// dialFunc dials a pod's status port.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// newPodStatusClient reads the pods' status ports: never through a proxy
+// from the environment, never kept waiting. dial, when set, replaces the
+// dialer: the tests' pods share the loopback device, each status server
+// on a port of its own.
+func newPodStatusClient(dial dialFunc) *http.Client {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: time.Second}).DialContext
+	}
+	return &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         dial,
+			MaxIdleConnsPerHost: 1,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // maxStatusBytes bounds what the operator reads of a pod's answer; a
@@ -127,14 +137,14 @@ const maxStatusBytes = 16 << 10
 
 // readPodStatus reads a pod's reloader status from its IP. The pod is not
 // trusted: the answer is bounded, and a hash that is not one is ignored.
-func readPodStatus(ctx context.Context, ip string) (reloader.Status, error) {
+func readPodStatus(ctx context.Context, c *http.Client, ip string) (reloader.Status, error) {
 	var st reloader.Status
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(StatusPort)) + reloader.StatusPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return st, err
 	}
-	resp, err := podStatusClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return st, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ type Options struct {
 	// objects are outside the cache, so no event says when the name is
 	// free.
 	NameTakenRetry time.Duration
+
+	// dialStatus, when set, dials the pods' status ports (tests).
+	dialStatus dialFunc
 }
 
 // children are the options that shape the children (Children).
@@ -98,6 +102,8 @@ type Reconciler struct {
 	// httpRoutes is the client of the operator's HTTPRoutes while the
 	// cluster serves them, nil while it does not (httpRouteWatch.client).
 	httpRoutes func(context.Context) (client.Client, error)
+	// statusClient reads the pods' reloader status (podReports).
+	statusClient *http.Client
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -150,6 +156,8 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,
 		gateways: gateways,
+
+		statusClient: newPodStatusClient(opts.dialStatus),
 	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
