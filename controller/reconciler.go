@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -179,7 +178,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		// Pods that become ready or go: what they serve changes Live.
-		Watches(&discoveryv1.EndpointSlice{}, endpointSliceGateway)
+		Watches(&corev1.Pod{}, podGateway)
 	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
 	if err != nil {
 		return err
