@@ -24,11 +24,13 @@ import (
 )
 
 // podNet plays the network between the operator and the gateway pods,
-// which share the loopback device here: a dial of a pod IP's status port
-// goes to the status server the test runs for that IP, and a dial of any
-// other address to a blackhole that accepts and never answers, as a pod
-// behind a NetworkPolicy that drops the operator's packets would. No
-// address but the test's own listeners on 127.0.0.1 is ever dialed.
+// which have no network here: a dial of a pod IP's status port goes to the
+// status server the test runs for that IP, and a dial of any other address
+// to a blackhole that accepts and never answers, as a pod behind a
+// NetworkPolicy that drops the operator's packets would. The pod and
+// endpoint addresses the tests write are documentation addresses (RFC
+// 5737; the API server refuses loopback ones in EndpointSlices) and are
+// never dialed: every dial goes to a listener of the test's on 127.0.0.1.
 type podNet struct {
 	hole    string
 	mu      sync.Mutex
@@ -209,10 +211,10 @@ func TestSlowEndpointsDoNotStallOtherNamespaces(t *testing.T) {
 		ch := chs[i]
 		setDeploymentStatus(t, gw, 4)
 		// Its own pods, which do not answer either.
-		playPods(t, gw, &ch.dep, "127.0.1.1", "127.0.1.2", "127.0.1.3", "127.0.1.4")
+		playPods(t, gw, &ch.dep, "198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4")
 		fake := map[string]string{}
 		for n := range intruders {
-			fake[fmt.Sprintf("intruder-%d", n)] = "127.0.2.1"
+			fake[fmt.Sprintf("intruder-%d", n)] = "192.0.2.1"
 		}
 		endpointSlice(t, gw, gw.Name+"-intruders", fake)
 	}
@@ -220,7 +222,7 @@ func TestSlowEndpointsDoNotStallOtherNamespaces(t *testing.T) {
 
 	attacked := timeToChildren(t, "victim")
 	t.Logf("another namespace's new gateway got its children %s after its create under the attack, %s without it", attacked, baseline)
-	assert.Zero(t, pn.dials("127.0.2.1"), "an endpoint that is no pod of the gateway's was asked")
+	assert.Zero(t, pn.dials("192.0.2.1"), "an endpoint that is no pod of the gateway's was asked")
 }
 
 // timeToChildren creates a gateway in a new namespace and returns how long
@@ -252,15 +254,15 @@ func TestPodsTheGatewayDidNotCreateAreNotAsked(t *testing.T) {
 	gw = createGateway(t, gw)
 	_, ch := settled(t, gw)
 	hash := configHash(ch.cm.Data[configKey])
-	pn.serve(t, "127.0.3.1", func() string { return hash })
-	pn.serve(t, "127.0.3.2", func() string { return "stale" })
+	pn.serve(t, "203.0.113.1", func() string { return hash })
+	pn.serve(t, "203.0.113.2", func() string { return "stale" })
 	setDeploymentStatus(t, gw, 1)
-	playPods(t, gw, &ch.dep, "127.0.3.1")
-	createPod(t, gw, "impostor", "127.0.3.2", nil)
-	endpointSlice(t, gw, gw.Name+"-pods", map[string]string{gw.Name + "-5d8f7c-0": "127.0.3.1", "impostor": "127.0.3.2"})
+	playPods(t, gw, &ch.dep, "203.0.113.1")
+	createPod(t, gw, "impostor", "203.0.113.2", nil)
+	endpointSlice(t, gw, gw.Name+"-pods", map[string]string{gw.Name + "-5d8f7c-0": "203.0.113.1", "impostor": "203.0.113.2"})
 
 	cur := waitCondition(t, gw, v1.ConditionLive, metav1.ConditionTrue, v1.ReasonLive)
 	assert.Equal(t, int32(1), cur.Status.LiveReplicas)
 	assert.Contains(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionLive).Message, "all 1 ready replicas")
-	assert.Zero(t, pn.dials("127.0.3.2"), "the impostor was asked")
+	assert.Zero(t, pn.dials("203.0.113.2"), "the impostor was asked")
 }
