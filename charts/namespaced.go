@@ -41,6 +41,7 @@ var builtinNamespaced = map[schema.GroupResource]bool{
 	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}: false,
 	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}:               false,
 	{Group: "apps", Resource: "deployments"}:                                             true,
+	{Group: "apps", Resource: "replicasets"}:                                             true,
 	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:                           false,
 	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:                    false,
 	{Group: "coordination.k8s.io", Resource: "leases"}:                                   true,

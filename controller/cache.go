@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,10 +50,11 @@ func CacheOptions() cache.Options {
 			&appsv1.Deployment{}:    cachedChildren(deploymentChild),
 			&corev1.Service{}:       cachedChildren(serviceChild),
 			&networkingv1.Ingress{}: cachedChildren(ingressChild),
-			// The gateway Services' EndpointSlices, which carry the
-			// Services' labels: which pods to ask what they serve
-			// (podReports).
-			&discoveryv1.EndpointSlice{}:                {Label: managedSelector(), Transform: slimEndpointSlice},
+			// The gateway pods and their ReplicaSets, which carry the pod
+			// template's labels: which pods to ask what they serve, and
+			// whether the gateway's Deployment made them (ownPods).
+			&corev1.Pod{}:        {Label: managedSelector(), Transform: slimPod},
+			&appsv1.ReplicaSet{}: {Label: managedSelector(), Transform: slimReplicaSet},
 			&apiextensionsv1.CustomResourceDefinition{}: crdCache(),
 		},
 	}
@@ -165,15 +165,28 @@ func configDigest(ac any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// slimEndpointSlice keeps of an EndpointSlice its labels (the Service's
-// name) and, of each endpoint, the address, readiness and pod.
-func slimEndpointSlice(obj any) (any, error) {
-	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
-		s.ManagedFields, s.Annotations, s.OwnerReferences, s.Ports = nil, nil, nil, nil
-		for i := range s.Endpoints {
-			e := &s.Endpoints[i]
-			e.Hints, e.NodeName, e.Zone, e.DeprecatedTopology, e.Hostname = nil, nil, nil, nil, nil
+// slimPod keeps of a pod what ownPods reads: its name, labels (the
+// cache lists by them), controller, deletion, phase, IP and readiness.
+func slimPod(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields, p.Annotations, p.Spec = nil, nil, corev1.PodSpec{}
+		var ready []corev1.PodCondition
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = append(ready, corev1.PodCondition{Type: c.Type, Status: c.Status})
+			}
 		}
+		p.Status = corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: ready}
+	}
+	return obj, nil
+}
+
+// slimReplicaSet keeps of a ReplicaSet its metadata: its UID and
+// controller are what ownPods reads.
+func slimReplicaSet(obj any) (any, error) {
+	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+		rs.ManagedFields, rs.Annotations = nil, nil
+		rs.Spec, rs.Status = appsv1.ReplicaSetSpec{}, appsv1.ReplicaSetStatus{}
 	}
 	return obj, nil
 }

@@ -103,12 +103,43 @@ func strategy(gw *v1.APIGateway) v1.ConfigUpdateStrategy {
 // temp files, pid); each gets an emptyDir so the root filesystem stays
 // read-only. Together they cover both the official image (/var/cache/nginx,
 // /var/run) and the unprivileged one (/tmp).
-var writableDirs = []struct{ name, path string }{
-	{"conf-d", confDir},
-	{"cache", "/var/cache/nginx"},
-	{"run", "/var/run"},
-	{"tmp", "/tmp"},
+//
+// Each has a size limit: without one, a pod writes to the node's disk
+// until the node runs out and the kubelet evicts every pod on it; past a
+// limit, the kubelet evicts this pod alone. The rendered configuration
+// and the pid file and sockets take little. The temp directories take
+// what nginx buffers to disk: request bodies larger than its in-memory
+// buffer (client_body_temp_path, while request buffering is on) and
+// responses larger than its proxy buffers (proxy_temp_path, up to
+// proxy_max_temp_file_size each). tempDirSize bounds those; the
+// renderer must keep any one request's share of it small (see
+// maxBufferedBody), or one upload of a route's maxBodySize (up to 9999g,
+// or unlimited) could fill it.
+var writableDirs = []struct{ name, path, size string }{
+	{"conf-d", confDir, smallDirSize},
+	{"cache", "/var/cache/nginx", tempDirSize},
+	{"run", "/var/run", smallDirSize},
+	{"tmp", "/tmp", tempDirSize},
 }
+
+const (
+	// smallDirSize bounds the directories of the rendered configuration
+	// (at most MaxConfigBytes, rewritten by an atomic rename, so twice
+	// that at a moment) and of the pid file and sockets, with room.
+	smallDirSize = "16Mi"
+	// tempDirSize bounds each of nginx's temp directories (one is used,
+	// which depends on the image): 16 requests buffering maxBufferedBody
+	// at once, a thousand of the default 1m body limit.
+	tempDirSize = "1Gi"
+	// maxBufferedBody is the most nginx should buffer to disk for one
+	// request or response (64m in nginx's notation): routes whose
+	// maxBodySize is larger, or 0, should stream the body to the backend
+	// (proxy_request_buffering off), and proxy_max_temp_file_size should
+	// be this. The renderer sets neither yet: until it does, tempDirSize
+	// bounds the harm of a large upload to this pod (evicted) instead of
+	// the node.
+	maxBufferedBody = 64 << 20
+)
 
 // podInputs are what a gateway asks of its pods. The pods roll when they
 // change; with the Reload strategy a new configuration is not one of them.
@@ -191,7 +222,8 @@ func podSpec(gw *v1.APIGateway, p deploymentParams) *corev1ac.PodSpecApplyConfig
 			corev1ac.Volume().WithName(reloaderName).
 				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(reloaderSize))))
 	for _, d := range writableDirs {
-		spec.WithVolumes(corev1ac.Volume().WithName(d.name).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+		spec.WithVolumes(corev1ac.Volume().WithName(d.name).
+			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(d.size))))
 	}
 	return spec
 }

@@ -148,3 +148,26 @@ func legacyTemplate(gw *v1.APIGateway, hash string) *corev1ac.PodTemplateSpecApp
 		WithSpec(corev1ac.PodSpec().WithContainers(c).
 			WithVolumes(corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(configMapName(gw)))))
 }
+
+// TestWritableVolumesAreBounded: every emptyDir of a gateway pod has a size
+// limit, so a pod that writes without end (nginx buffering uploads to its
+// temp directory) is evicted alone instead of filling its node's disk; the
+// temp directories hold 16 of the largest bodies nginx should buffer.
+func TestWritableVolumesAreBounded(t *testing.T) {
+	gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+	dep := desiredDeployment(gw, deploymentParams{Image: testImage, ReloaderImage: testReloaderImage})
+	limits := map[string]string{}
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.EmptyDir == nil {
+			continue
+		}
+		if assert.NotNil(t, v.EmptyDir.SizeLimit, "emptyDir %s has no size limit", *v.Name) {
+			limits[*v.Name] = v.EmptyDir.SizeLimit.String()
+		}
+	}
+	assert.Equal(t, map[string]string{"reloader": reloaderSize, "conf-d": smallDirSize, "run": smallDirSize,
+		"cache": tempDirSize, "tmp": tempDirSize}, limits)
+	temp, small := resource.MustParse(tempDirSize), resource.MustParse(smallDirSize)
+	assert.GreaterOrEqual(t, temp.Value(), int64(16*maxBufferedBody), "a temp directory holds 16 buffered bodies")
+	assert.Greater(t, small.Value(), int64(2*MaxConfigBytes), "the configuration, twice")
+}

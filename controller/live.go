@@ -12,9 +12,9 @@ import (
 	"example.com/apigateway-operator/reloader"
 )
 
-// podReport is what the operator learned of one gateway pod: whether it is
-// ready, from the EndpointSlices of the gateway's Service, and what its
-// reloader reports on StatusPort, or why that could not be read.
+// podReport is what the operator learned of one of the gateway's own pods
+// (ownPods): whether it is ready, and what its reloader reports on
+// StatusPort, or why that could not be read.
 type podReport struct {
 	name   string
 	ready  bool
@@ -94,10 +94,10 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 		sort.Slice(refused, func(i, j int) bool { return refused[i].pod < refused[j].pod })
 		st.condition = cond(metav1.ConditionFalse, v1.ReasonConfigurationRefused, "%s; %s", serving, joinBounded(refused, livePodsListed))
 	case ready == 0 && dep.Status.ReadyReplicas > 0:
-		// The EndpointSlice controller has not listed them yet.
+		// The operator's cache has not seen them ready yet.
 		st.condition = cond(metav1.ConditionUnknown, v1.ReasonStatusUnreachable,
-			"the Deployment counts %d ready replicas, but the EndpointSlices of Service %s list none yet: the operator cannot ask them",
-			dep.Status.ReadyReplicas, gw.Name)
+			"the Deployment counts %d ready replicas, but the pods of its ReplicaSets the operator sees list none ready yet: it cannot ask them",
+			dep.Status.ReadyReplicas)
 	case ready == 0:
 		st.condition = cond(metav1.ConditionFalse, v1.ReasonNoReadyReplicas, "no gateway pod is ready (see the Ready condition)")
 	case len(unreachable) > 0:

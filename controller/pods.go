@@ -7,14 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +27,8 @@ import (
 	"example.com/apigateway-operator/reloader"
 )
 
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 
 // podTemplate is the Deployment to apply: want's, or want's with the pod
 // template the Deployment runs when that one already gives the gateway
@@ -61,46 +64,55 @@ func (r *Reconciler) podTemplate(ctx context.Context, gw *v1.APIGateway, want De
 func (r *Reconciler) liveStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, hash string) liveState {
 	var reports []podReport
 	if hash != "" && dep != nil && hasReloader(dep) && replicas(gw) > 0 {
-		reports = r.podReports(ctx, gw)
+		reports = r.podReports(ctx, gw, dep)
 	}
 	return liveStatus(gw, dep, failures, hash, reports)
 }
 
-// podReports reads the reloader status of each pod behind the gateway's
-// Service, as its EndpointSlices list them: every pod with an address, ready
-// or not (a pod whose nginx refused its first configuration is not ready
-// and says why), terminating ones left out.
-func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway) []podReport {
-	var slices discoveryv1.EndpointSliceList
-	if err := r.clients.cached.List(ctx, &slices, client.InNamespace(gw.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: gw.Name}); err != nil {
+const (
+	// podReportsTimeout bounds one reconcile's reads of its pods' status,
+	// all of them together: a reloader answers from memory in
+	// milliseconds, so a pod that has not answered within it is reported
+	// unreachable, and a gateway whose pods do not answer (a tenant's
+	// NetworkPolicy, its own image) holds a reconcile worker this long at
+	// most, not once per pod.
+	podReportsTimeout = time.Second
+	// podReportsParallel is how many pods one reconcile asks at once.
+	podReportsParallel = 8
+)
+
+// podReports reads the reloader status of the gateway's own pods
+// (ownPods), every one with an address, ready or not (a pod whose nginx
+// refused its first configuration is not ready and says why). A pod that
+// has not answered when podReportsTimeout runs out is reported with that
+// error.
+func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment) []podReport {
+	var (
+		sets appsv1.ReplicaSetList
+		pods corev1.PodList
+	)
+	in, labelled := client.InNamespace(gw.Namespace), client.MatchingLabels(selectorLabels(gw))
+	if err := r.clients.cached.List(ctx, &sets, in, labelled); err != nil {
 		return nil
 	}
-	type target struct {
-		podReport
-		addr string
+	if err := r.clients.cached.List(ctx, &pods, in, labelled); err != nil {
+		return nil
 	}
-	seen := map[string]bool{}
-	var targets []target
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || len(e.Addresses) == 0 || seen[e.TargetRef.Name] ||
-				(e.Conditions.Terminating != nil && *e.Conditions.Terminating) {
-				continue
-			}
-			seen[e.TargetRef.Name] = true
-			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
-			targets = append(targets, target{podReport{name: e.TargetRef.Name, ready: ready}, e.Addresses[0]})
-		}
-	}
+	targets := ownPods(dep, sets.Items, pods.Items, maxPodReports(gw))
+	ctx, cancel := context.WithTimeout(ctx, podReportsTimeout)
+	defer cancel()
 	reports := make([]podReport, len(targets))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, podReportsParallel)
 	for i, t := range targets {
 		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			t.status, t.err = readPodStatus(ctx, t.addr)
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				t.status, t.err = readPodStatus(ctx, r.statusClient, t.ip)
+			case <-ctx.Done():
+				t.err = fmt.Errorf("not asked within %s: %w", podReportsTimeout, ctx.Err())
+			}
 			reports[i] = t.podReport
 		})
 	}
@@ -108,17 +120,87 @@ func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway) []podRep
 	return reports
 }
 
-// podStatusClient reads the pods' status ports: never through a proxy
-// from the environment, never kept waiting.
-var podStatusClient = &http.Client{
-	Timeout: 2 * time.Second,
-	Transport: &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     30 * time.Second,
-	},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// podTarget is a pod to ask, at its IP.
+type podTarget struct {
+	podReport
+	ip string
+}
+
+// ownPods are the pods to ask of the Deployment dep: those a ReplicaSet
+// that dep controls controls, with an IP, neither being deleted nor
+// finished; the ready ones first, at most limit. The pods are the
+// cache's, listed by the gateway's labels, which anyone who may create
+// pods in the namespace can copy, and the EndpointSlices of the gateway's
+// Service list whatever pods its selector matches, or what a tenant wrote
+// there: neither is asked. The owner references say which pods the
+// Deployment made.
+func ownPods(dep *appsv1.Deployment, sets []appsv1.ReplicaSet, pods []corev1.Pod, limit int) []podTarget {
+	ours := map[types.UID]bool{}
+	for i := range sets {
+		if c := metav1.GetControllerOf(&sets[i]); c != nil && c.UID == dep.UID {
+			ours[sets[i].UID] = true
+		}
+	}
+	var out []podTarget
+	for i := range pods {
+		p := &pods[i]
+		c := metav1.GetControllerOf(p)
+		if c == nil || !ours[c.UID] || p.DeletionTimestamp != nil || p.Status.PodIP == "" ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, podTarget{podReport{name: p.Name, ready: podReady(p)}, p.Status.PodIP})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ready != out[j].ready {
+			return out[i].ready
+		}
+		return out[i].name < out[j].name
+	})
+	return out[:min(len(out), limit)]
+}
+
+// maxPodReports is how many pods one reconcile asks: the replicas, and
+// the surge of a rollout, which the Deployment's default rolling update
+// (the operator sets no strategy) puts at a quarter of them, rounded up.
+// More pods than that are a ReplicaSet someone else added under the
+// Deployment, or pods still terminating, which the limit leaves out.
+func maxPodReports(gw *v1.APIGateway) int {
+	n := int(replicas(gw))
+	return n + (n+3)/4
+}
+
+// podReady reports whether p's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// dialFunc dials a pod's status port.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// newPodStatusClient reads the pods' status ports: never through a proxy
+// from the environment, never kept waiting. dial, when set, replaces the
+// dialer: the tests' pods share the loopback device, each status server
+// on a port of its own.
+func newPodStatusClient(dial dialFunc) *http.Client {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: time.Second}).DialContext
+	}
+	return &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         dial,
+			MaxIdleConnsPerHost: 1,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // maxStatusBytes bounds what the operator reads of a pod's answer; a
@@ -127,14 +209,14 @@ const maxStatusBytes = 16 << 10
 
 // readPodStatus reads a pod's reloader status from its IP. The pod is not
 // trusted: the answer is bounded, and a hash that is not one is ignored.
-func readPodStatus(ctx context.Context, ip string) (reloader.Status, error) {
+func readPodStatus(ctx context.Context, c *http.Client, ip string) (reloader.Status, error) {
 	var st reloader.Status
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(StatusPort)) + reloader.StatusPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return st, err
 	}
-	resp, err := podStatusClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return st, err
 	}
@@ -177,10 +259,12 @@ func pollPods(res ctrl.Result, err error, gw *v1.APIGateway, live liveState, now
 	return res
 }
 
-// endpointSliceGateway maps an EndpointSlice of a gateway's Service to the
-// gateway: the Service has the gateway's name.
-var endpointSliceGateway = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[discoveryv1.LabelServiceName]
+// podGateway maps a gateway pod to its gateway: the pods carry the
+// gateway's name as app.kubernetes.io/instance. A pod of the namespace
+// that copies the label only has that gateway reconciled; ownPods decides
+// whether it is asked.
+var podGateway = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[LabelInstance]
 	if name == "" {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,6 +78,9 @@ type Options struct {
 	// objects are outside the cache, so no event says when the name is
 	// free.
 	NameTakenRetry time.Duration
+
+	// dialStatus, when set, dials the pods' status ports (tests).
+	dialStatus dialFunc
 }
 
 // children are the options that shape the children (Children).
@@ -98,6 +101,8 @@ type Reconciler struct {
 	// httpRoutes is the client of the operator's HTTPRoutes while the
 	// cluster serves them, nil while it does not (httpRouteWatch.client).
 	httpRoutes func(context.Context) (client.Client, error)
+	// statusClient reads the pods' reloader status (podReports).
+	statusClient *http.Client
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -150,6 +155,8 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,
 		gateways: gateways,
+
+		statusClient: newPodStatusClient(opts.dialStatus),
 	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -171,7 +178,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		// Pods that become ready or go: what they serve changes Live.
-		Watches(&discoveryv1.EndpointSlice{}, endpointSliceGateway)
+		Watches(&corev1.Pod{}, podGateway)
 	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
 	if err != nil {
 		return err

@@ -168,7 +168,9 @@ func (b *Budget) maxBody(copies int64, share Share) int64 {
 // requestOverhead, its connection counts as working, which the connection
 // gate never closes, and next runs with the body in memory (Body). The
 // request's context carries its reservation, which next may grow with
-// Charge; all of it is given back when next returns.
+// Charge; all of it is given back when next returns. The answer must keep
+// leaving (see writeChunk), or next's write fails: a client that does not
+// read cannot keep the reservation for the server's whole write timeout.
 func (b *Budget) Wrap(next http.Handler, copies int64, share Share) http.Handler {
 	maxBody := b.maxBody(copies, share)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +197,7 @@ func (b *Budget) Wrap(next http.Handler, copies int64, share Share) http.Handler
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ctx := context.WithValue(context.WithValue(r.Context(), holdKey{}, h), bodyKey{}, body)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(paced(w, r), r.WithContext(ctx))
 	})
 }
 

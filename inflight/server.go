@@ -221,9 +221,11 @@ func (s *Server) addr() string { return net.JoinHostPort(s.opts.Host, strconv.It
 // httpServer is the http.Server with the limits.
 func (s *Server) httpServer(ctx context.Context) *http.Server {
 	return &http.Server{
-		Handler:           s.WebhookMux(),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       connContext,
+		Handler:     s.WebhookMux(),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return withWriteTimeout(connContext(ctx, c), s.limits.WriteTimeout)
+		},
 		ReadHeaderTimeout: s.limits.HeaderTimeout,
 		ReadTimeout:       s.limits.ReadTimeout,
 		WriteTimeout:      s.limits.WriteTimeout,

@@ -65,6 +65,14 @@ func startServer(t *testing.T, limits Limits, tlsOpts ...func(*tls.Config)) *tes
 		n, _ := io.Copy(io.Discard, r.Body)
 		fmt.Fprint(w, n)
 	}), 1, Admission))
+	srv.Register("/large", budget.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		chunk := make([]byte, 1<<20)
+		for range largeAnswer >> 20 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}), 1, Open))
 	srv.Register("/block", budget.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-s.release:
@@ -74,6 +82,11 @@ func startServer(t *testing.T, limits Limits, tlsOpts ...func(*tls.Config)) *tes
 	webhookserver.Start(t, srv)
 	return s
 }
+
+// largeAnswer is the size of /large's answer: more than the loopback's
+// socket buffers on both sides hold, so that a client that reads nothing
+// keeps the handler writing.
+const largeAnswer = 64 << 20
 
 // client is a keep-alive HTTPS client of s, with cert when not nil.
 func (s *testServer) client(cert *tls.Certificate) *http.Client {
@@ -143,6 +156,22 @@ func TestServerClosesSlowClients(t *testing.T) {
 			assert.Zero(t, now)
 		})
 	}
+}
+
+// TestServerUnreadAnswerGivesBackItsBudget: a caller that sends a
+// request and never reads the answer holds the request's reservation
+// only while the answer keeps leaving (writeChunkTimeout), not for the
+// server's whole write timeout (30 s here, the default): the budget is
+// whole again while the connection is still open and unread.
+func TestServerUnreadAnswerGivesBackItsBudget(t *testing.T) {
+	s := startServer(t, Limits{})
+	c := s.dial(t)
+	_, err := io.WriteString(c, "POST /large HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { now, _ := s.budget.Holding(); return now > 0 }, 10*time.Second, 5*time.Millisecond,
+		"the request never reached its handler")
+	require.Eventually(t, func() bool { now, _ := s.budget.Holding(); return now == 0 }, 10*time.Second, 10*time.Millisecond,
+		"an unread answer still holds its reservation")
 }
 
 // TestServerRefusesLargeHeaders: headers beyond the limit get 431; the
