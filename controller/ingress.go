@@ -7,6 +7,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/routepath"
 )
 
@@ -75,8 +76,7 @@ type pathKey struct {
 func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 	// In the renderer's order, so that the first route of a path is the
 	// one nginx serves it from.
-	routes := indexRoutes(gw.Spec.Routes)
-	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
+	routes := render.SortedRoutes(gw.Spec.Routes)
 	seen := map[string]map[pathKey]int{}
 	for _, r := range routes {
 		pathType, ok := ingressPathType(r.PathType)
@@ -92,7 +92,7 @@ func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 		}
 		key := pathKey{path: path, pathType: pathType}
 		if _, dup := seen[string(r.Host)][key]; !dup {
-			seen[string(r.Host)][key] = r.index
+			seen[string(r.Host)][key] = r.Index
 		}
 	}
 	out := make(map[string][]ingressPath, len(seen))

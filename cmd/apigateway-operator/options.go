@@ -28,6 +28,7 @@ import (
 	"example.com/apigateway-operator/lease"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -215,7 +216,7 @@ func parseTrustedProxies(s string) ([]string, error) {
 	for i := range proxies {
 		proxies[i] = strings.TrimSpace(proxies[i])
 	}
-	if _, err := controller.TrustedProxies(proxies); err != nil {
+	if _, err := render.TrustedProxies(proxies); err != nil {
 		return nil, fmt.Errorf("--gateway-trusted-proxies: %w", err)
 	}
 	return proxies, nil

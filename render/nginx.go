@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -28,17 +28,17 @@ const (
 	// configKey is the ConfigMap key of the configuration template. The
 	// nginx images render /etc/nginx/templates/*.template with envsubst into
 	// /etc/nginx/conf.d/, which their nginx.conf includes inside http {}.
-	configKey = "gateway.conf.template"
+	ConfigKey = "gateway.conf.template"
 	// resolverVariable is exported by the images' 15-local-resolvers.envsh
 	// (when NGINX_ENTRYPOINT_LOCAL_RESOLVERS is set) from the pod's
 	// /etc/resolv.conf: the cluster DNS, known only inside the pod.
-	resolverVariable = "NGINX_LOCAL_RESOLVERS"
+	ResolverVariable = "NGINX_LOCAL_RESOLVERS"
 	// defaultClusterDomain is the DNS suffix of Services in most clusters.
 	defaultClusterDomain = "cluster.local"
 )
 
 // renderOptions say how the configuration reaches cluster DNS.
-type renderOptions struct {
+type Options struct {
 	// Resolvers are the DNS servers, each an IP address or IP:port. Empty
 	// means ${NGINX_LOCAL_RESOLVERS}, filled in by the image's entrypoint.
 	Resolvers []string
@@ -55,8 +55,20 @@ type renderOptions struct {
 	httpPort, healthPort int
 }
 
+// Check refuses options the renderer cannot write: a resolver that is not
+// an IP address (or IP:port), a trusted proxy that is not an IP address or
+// CIDR. The reconciler checks them once at start, so a bad flag stops the
+// operator instead of every gateway's render.
+func (o Options) Check() error {
+	if _, err := resolverArgs(o.Resolvers); err != nil {
+		return err
+	}
+	_, err := TrustedProxies(o.TrustedProxies)
+	return err
+}
+
 // listen is a listen directive's address for port, or def when port is 0.
-func (o renderOptions) listen(port, def int) string {
+func (o Options) listen(port, def int) string {
 	if port == 0 {
 		port = def
 	}
@@ -128,7 +140,7 @@ type location struct {
 // /usersX), backends resolved at request time so the configuration loads
 // without cluster DNS. Same spec, same bytes: hosts and locations are
 // sorted. Strings outside the API's whitelists are refused, never escaped.
-func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
+func Config(gw *v1.APIGateway, opts Options) (string, error) {
 	config, err := render(gw, opts)
 	if err != nil {
 		return "", err
@@ -140,7 +152,7 @@ func renderConfig(gw *v1.APIGateway, opts renderOptions) (string, error) {
 }
 
 // render is renderConfig without the size bound.
-func render(gw *v1.APIGateway, opts renderOptions) (string, error) {
+func render(gw *v1.APIGateway, opts Options) (string, error) {
 	servers, httpBlocks, err := buildServers(gw, opts)
 	if err != nil {
 		return "", err
@@ -190,7 +202,7 @@ func render(gw *v1.APIGateway, opts renderOptions) (string, error) {
 // the same rules again, by calling the same functions (package validation
 // for the name and the routes, apimachinery's namespace rule), so a string
 // that slipped past admission still cannot inject configuration.
-func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]location, string, error) {
+func buildServers(gw *v1.APIGateway, opts Options) (map[string]map[string]location, string, error) {
 	routesPath := field.NewPath("spec", "routes")
 	errs := validation.ValidateName(gw.Name, gw.GenerateName, field.NewPath("metadata", "name"))
 	for _, msg := range apivalidation.ValidateNamespaceName(gw.Namespace, false) {
@@ -206,20 +218,18 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 	if opts.listenAddress != "" && net.ParseIP(opts.listenAddress) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), opts.listenAddress, "must be an IP address"))
 	}
-	// Sorting first makes collision handling independent of spec order.
-	routes := append([]indexedRoute(nil), indexRoutes(gw.Spec.Routes)...)
-	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
+	routes := SortedRoutes(gw.Spec.Routes)
 	servers := map[string]map[string]location{}
 	backendOf := func(name v1.ServiceName, port int32) string {
 		return fmt.Sprintf("%s.%s.svc.%s:%d", name, gw.Namespace, domain, port)
 	}
 	traffic := make([]*routeTraffic, 0, len(routes))
 	for _, r := range routes {
-		if routeErrs := validation.ValidateRoute(&r.Route, routesPath, r.index); len(routeErrs) > 0 {
+		if routeErrs := validation.ValidateRoute(&r.Route, routesPath, r.Index); len(routeErrs) > 0 {
 			errs = append(errs, routeErrs...)
 			continue
 		}
-		t, trafficErrs := buildTraffic(&r.Route, backendOf, routesPath.Index(r.index))
+		t, trafficErrs := buildTraffic(&r.Route, backendOf, routesPath.Index(r.Index))
 		if len(trafficErrs) > 0 {
 			errs = append(errs, trafficErrs...)
 			continue
@@ -227,7 +237,7 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 		traffic = append(traffic, &t)
 		locs, err := locationsFor(r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
 		if err != nil {
-			errs = append(errs, field.Invalid(routesPath.Index(r.index).Child("path"), r.Path, err.Error()))
+			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue
 		}
 		if servers[string(r.Host)] == nil {
@@ -267,20 +277,27 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	return b.String()
 }
 
-type indexedRoute struct {
+// Route is one of a gateway's routes with its index in spec.routes, for
+// its field paths.
+type Route struct {
 	v1.Route
-	index int
+	Index int
 }
 
-func indexRoutes(routes []v1.Route) []indexedRoute {
-	out := make([]indexedRoute, len(routes))
+// SortedRoutes are routes in the order the renderer serves them: sorted
+// by host, path, pathType and backend, so that which of two routes with
+// one match is served does not depend on the spec's order. The Ingress
+// and the HTTPRoutes follow it, so they name the route nginx serves.
+func SortedRoutes(routes []v1.Route) []Route {
+	out := make([]Route, len(routes))
 	for i, r := range routes {
-		out[i] = indexedRoute{Route: r, index: i}
+		out[i] = Route{Route: r, Index: i}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].less(out[j]) })
 	return out
 }
 
-func (r indexedRoute) less(o indexedRoute) bool {
+func (r Route) less(o Route) bool {
 	a := []string{string(r.Host), string(r.Path), string(r.PathType), string(r.BackendService.Name), strconv.Itoa(int(r.BackendService.Port))}
 	b := []string{string(o.Host), string(o.Path), string(o.PathType), string(o.BackendService.Name), strconv.Itoa(int(o.BackendService.Port))}
 	return strings.Join(a, "\x00") < strings.Join(b, "\x00")
@@ -327,7 +344,7 @@ func nginxQuoted(s string) string { return `"` + s + `"` }
 // variable the image's entrypoint fills in.
 func resolverArgs(resolvers []string) (string, error) {
 	if len(resolvers) == 0 {
-		return "${" + resolverVariable + "}", nil
+		return "${" + ResolverVariable + "}", nil
 	}
 	out := make([]string, len(resolvers))
 	for i, s := range resolvers {

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 	})
 
 	bench := benchTrafficGateway()
-	config, err := render(bench, renderOptions{})
+	config, err := render(bench, Options{})
 	require.NoError(t, err)
 	bound := renderedSizeBound(bench)
 	assert.Less(t, 2*bound, 5*len(config), "the bound of a realistic gateway is within 2.5 times its size")
@@ -61,7 +61,7 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 // reports whether it rendered.
 func checkBound(t *testing.T, gw *v1.APIGateway) bool {
 	t.Helper()
-	config, err := render(gw, renderOptions{})
+	config, err := render(gw, Options{})
 	if err != nil {
 		return false
 	}

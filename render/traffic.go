@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
 	if renderedSizeBound(gw) <= MaxConfigBytes {
 		return nil
 	}
-	config, err := render(gw, renderOptions{})
+	config, err := render(gw, Options{})
 	if err != nil {
 		return nil
 	}
