@@ -27,9 +27,9 @@ type echoReply = dataplane.EchoReply
 // stopping or reloading, and each request.
 const dataPlaneWait = dataplane.Wait
 
-// startServiceDNS plays the cluster DNS of defaultClusterDomain: every
+// startServiceDNS plays the cluster DNS of DefaultClusterDomain: every
 // Service is 127.0.0.1 (dataplane.StartServiceDNS).
-func startServiceDNS(t *testing.T) string { return dataplane.StartServiceDNS(t, defaultClusterDomain) }
+func startServiceDNS(t *testing.T) string { return dataplane.StartServiceDNS(t, DefaultClusterDomain) }
 
 // nginxProcess is nginx serving a gateway's configuration rendered for
 // loopback, and what it was rendered with.

@@ -27,7 +27,7 @@ func BenchmarkRenderedSizeBound(b *testing.B) {
 	gw := benchTrafficGateway()
 	b.ReportAllocs()
 	for b.Loop() {
-		if renderedSizeBound(gw) > MaxConfigBytes {
+		if Resolve(gw, Options{}).sizeBound() > MaxConfigBytes {
 			b.Fatal("the 100-route gateway's bound is over MaxConfigBytes")
 		}
 	}

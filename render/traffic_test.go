@@ -370,7 +370,7 @@ func TestRenderedSizeBound(t *testing.T) {
 			assert.Equal(t, "spec.routes", errs[0].Field)
 			assert.Equal(t, validation.RuleConfigSize, errs[0].Origin)
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("over the bound of %d", MaxConfigBytes))
-			size, _ := render(tc.gw, Options{})
+			size, _ := Resolve(tc.gw, Options{}).render()
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("would be %d bytes", len(size)))
 			require.Error(t, err)
 			assert.True(t, apierrors.IsInvalid(err))
