@@ -90,59 +90,23 @@ func (m *Gateway) sizeBound() int {
 }
 
 // routeSizeBound bounds what r writes in a gateway whose Services' DNS
-// suffix (namespace.svc.domain) is suffix bytes long: its locations, each with the route's directives, and its
-// http-level blocks, written once.
+// suffix (namespace.svc.domain) is suffix bytes long: its locations, each
+// with the route's traffic directives, and its http-level blocks,
+// written once.
 func routeSizeBound(r *v1.Route, suffix int) int {
 	// MatchPath decodes, which never lengthens, and makes "" "/".
 	path := len(r.Path) + 1
 	// A backend is written as name.namespace.svc.cluster.local:port.
 	backend := func(name v1.ServiceName) int { return len(name) + suffix + lineBytes }
-	// A location: its match (the path), the rewrite (the path and, for
-	// "/", rewritePrefix twice) and proxy_pass, "set $backend" (the
-	// backend's line), and the route's directives.
-	location := 3*lineBytes + 2*path + backend(r.BackendService.Name) + 2*len(r.RewritePrefix) + directivesBound(r)
-	// The http-level blocks: the comment naming the match, the split of
-	// every backend, the rate limit's zone, and the request headers' maps.
-	http := lineBytes + len(r.PathType) + len(r.Host) + path
-	if len(r.AdditionalBackends) > 0 {
-		http += 2*lineBytes + backend(r.BackendService.Name)
-		for _, b := range r.AdditionalBackends {
-			http += backend(b.Name)
-		}
-	}
-	if r.RateLimit != nil {
-		http += 2 * lineBytes
-	}
-	if m := r.RequestHeaders; m != nil {
-		for _, h := range m.Add {
-			http += 4*lineBytes + 2*len(h.Name) + 2*len(h.Value)
-		}
-	}
+	directives, blocks := trafficBound(r, backend)
+	// A location: its match (the path), the rewrite (the path) and
+	// proxy_pass, "set $backend" (the backend's line), and the route's
+	// directives.
+	location := 3*lineBytes + 2*path + backend(r.BackendService.Name) + directives
+	// The http-level blocks: the comment naming the match, and the
+	// settings' blocks.
+	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
 	return routeLocations*location + http
-}
-
-// directivesBound bounds the directives each of r's locations holds.
-func directivesBound(r *v1.Route) int {
-	total := 0
-	if r.Timeouts != nil {
-		total += 2 * lineBytes
-	}
-	if r.MaxBodySize != "" {
-		total += lineBytes + len(r.MaxBodySize)
-	}
-	if r.RateLimit != nil {
-		total += 2 * lineBytes
-	}
-	if m := r.RequestHeaders; m != nil {
-		// The gateway's own request headers, repeated.
-		total += len(gatewayHeaders) * lineBytes
-		total += headersBound(m.Set, 1, 1) + headersBound(m.Add, 2, 0) + namesBound(m.Remove)
-	}
-	if m := r.ResponseHeaders; m != nil {
-		// Set hides the backend's header and adds its own: two lines.
-		total += headersBound(m.Set, 2, 1) + headersBound(m.Add, 1, 1) + namesBound(m.Remove)
-	}
-	return total
 }
 
 // headersBound bounds directives of headers, each written on lines lines
