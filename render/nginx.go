@@ -25,11 +25,11 @@ const (
 	// HealthPath answers 200 while nginx runs.
 	HealthPath = "/healthz"
 
-	// configKey is the ConfigMap key of the configuration template. The
+	// ConfigKey is the ConfigMap key of the configuration template. The
 	// nginx images render /etc/nginx/templates/*.template with envsubst into
 	// /etc/nginx/conf.d/, which their nginx.conf includes inside http {}.
 	ConfigKey = "gateway.conf.template"
-	// resolverVariable is exported by the images' 15-local-resolvers.envsh
+	// ResolverVariable is exported by the images' 15-local-resolvers.envsh
 	// (when NGINX_ENTRYPOINT_LOCAL_RESOLVERS is set) from the pod's
 	// /etc/resolv.conf: the cluster DNS, known only inside the pod.
 	ResolverVariable = "NGINX_LOCAL_RESOLVERS"
@@ -44,7 +44,7 @@ type Options struct {
 	// ClusterDomain is the Services' DNS suffix; empty means cluster.local.
 	ClusterDomain string
 	// TrustedProxies are the addresses (IPs or CIDRs) whose
-	// X-Forwarded-For the gateway believes: see ChildOptions.
+	// X-Forwarded-For the gateway believes: see controller.ChildOptions.
 	TrustedProxies []string
 
 	// listenAddress, httpPort and healthPort say where the servers listen.
