@@ -76,7 +76,7 @@ type pathKey struct {
 func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 	// In the renderer's order, so that the first route of a path is the
 	// one nginx serves it from.
-	routes := render.Resolve(gw, render.Options{}).Routes
+	routes := render.Resolve(gw, render.Options{}).Sorted()
 	seen := map[string]map[pathKey]render.Route{}
 	for _, r := range routes {
 		pathType, ok := ingressPathType(r.PathType)

@@ -78,7 +78,7 @@ func (m *Gateway) sizeBound() int {
 	total := fileBytes + ns + len(m.Name)
 	hosts := make(map[v1.Hostname]struct{}, len(m.Routes))
 	for i := range m.Routes {
-		r := &m.Routes[i].Route
+		r := m.Routes[i].Route
 		if _, ok := hosts[r.Host]; !ok {
 			hosts[r.Host] = struct{}{}
 			// A wildcard's server_name escapes each '.'.
@@ -96,18 +96,21 @@ func (m *Gateway) sizeBound() int {
 func routeSizeBound(r *v1.Route, suffix int) int {
 	// MatchPath decodes, which never lengthens, and makes "" "/".
 	path := len(r.Path) + 1
-	// A backend is written as name.namespace.svc.cluster.local:port.
-	backend := func(name v1.ServiceName) int { return len(name) + suffix + lineBytes }
-	directives, blocks := trafficBound(r, backend)
+	directives, blocks := trafficBound(r, suffix)
 	// A location: its match (the path), the rewrite (the path) and
 	// proxy_pass, "set $backend" (the backend's line), and the route's
 	// directives.
-	location := 3*lineBytes + 2*path + backend(r.BackendService.Name) + directives
+	location := 3*lineBytes + 2*path + backendBound(r.BackendService.Name, suffix) + directives
 	// The http-level blocks: the comment naming the match, and the
 	// settings' blocks.
 	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
 	return routeLocations*location + http
 }
+
+// backendBound bounds a line naming the backend Service name, written as
+// name.namespace.svc.domain:port, where namespace.svc.domain is suffix
+// bytes long.
+func backendBound(name v1.ServiceName, suffix int) int { return len(name) + suffix + lineBytes }
 
 // headersBound bounds directives of headers, each written on lines lines
 // with its name once per line and its value values times.

@@ -40,8 +40,8 @@ type Gateway struct {
 	// bypassed both). It is not the operator's --default-replicas, which
 	// only the defaulting reads.
 	Replicas int32
-	// Routes are spec.routes in the order the renderer serves them
-	// (SortedRoutes), each resolved.
+	// Routes are spec.routes, each resolved, in the spec's order; Sorted
+	// has them in the order the renderer serves them.
 	Routes []Route
 	// ClusterDomain is the Services' DNS suffix: the options', or
 	// DefaultClusterDomain.
@@ -51,9 +51,10 @@ type Gateway struct {
 	Options Options
 }
 
-// Route is one of a gateway's routes, resolved.
+// Route is one of a gateway's routes, resolved. It points into the
+// stored object's spec, which nothing here writes.
 type Route struct {
-	v1.Route
+	*v1.Route
 	// Index is the route's index in spec.routes, for its field paths.
 	Index int
 	// ConnectSeconds and ReadSeconds are how long the gateway waits for
@@ -67,7 +68,7 @@ func Resolve(gw *v1.APIGateway, opts Options) *Gateway {
 	m := &Gateway{
 		Name: gw.Name, GenerateName: gw.GenerateName, Namespace: gw.Namespace,
 		Replicas:      ptr.Deref(gw.Spec.Replicas, defaults.DefaultReplicas),
-		Routes:        SortedRoutes(gw.Spec.Routes),
+		Routes:        resolveRoutes(gw.Spec.Routes),
 		ClusterDomain: opts.ClusterDomain,
 		Options:       opts,
 	}
@@ -77,22 +78,45 @@ func Resolve(gw *v1.APIGateway, opts Options) *Gateway {
 	return m
 }
 
-// SortedRoutes are routes resolved, in the order the renderer serves
-// them: sorted by host, path, pathType and backend, so that which of two
-// routes with one match is served does not depend on the spec's order.
-// The Ingress and the HTTPRoutes follow it, so they name the route nginx
-// serves.
-func SortedRoutes(routes []v1.Route) []Route {
-	out := make([]Route, len(routes))
-	for i, r := range routes {
-		out[i] = resolveRoute(r, i)
+// Sorted are m's routes in the order the renderer serves them: sorted
+// by host, path, pathType and backend, so that which of two routes with
+// one match is served does not depend on the spec's order. The Ingress
+// and the HTTPRoutes follow it, so they name the route nginx serves.
+// (Resolve does not sort: admission's size bound reads the routes in any
+// order, on every write.)
+func (m *Gateway) Sorted() []Route {
+	keyed := make([]struct {
+		key string
+		r   Route
+	}, len(m.Routes))
+	for i, r := range m.Routes {
+		keyed[i].key, keyed[i].r = r.sortKey(), r
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].less(out[j]) })
+	sort.SliceStable(keyed, func(i, j int) bool { return keyed[i].key < keyed[j].key })
+	out := make([]Route, len(keyed))
+	for i := range keyed {
+		out[i] = keyed[i].r
+	}
+	return out
+}
+
+// SortedRoutes are routes resolved, in the order the renderer serves them
+// (Gateway.Sorted).
+func SortedRoutes(routes []v1.Route) []Route {
+	return (&Gateway{Routes: resolveRoutes(routes)}).Sorted()
+}
+
+// resolveRoutes are routes, each resolved, in their order.
+func resolveRoutes(routes []v1.Route) []Route {
+	out := make([]Route, len(routes))
+	for i := range routes {
+		out[i] = resolveRoute(&routes[i], i)
+	}
 	return out
 }
 
 // resolveRoute is r, the index-th route, with its unset values decided.
-func resolveRoute(r v1.Route, index int) Route {
+func resolveRoute(r *v1.Route, index int) Route {
 	out := Route{Route: r, Index: index, ConnectSeconds: DefaultTimeoutSeconds, ReadSeconds: DefaultTimeoutSeconds}
 	if t := r.Timeouts; t != nil {
 		out.ConnectSeconds = ptr.Deref(t.ConnectSeconds, DefaultTimeoutSeconds)
@@ -108,8 +132,8 @@ func (r Route) SetsTimeouts() bool {
 	return r.Timeouts != nil && (r.Timeouts.ConnectSeconds != nil || r.Timeouts.ReadSeconds != nil)
 }
 
-func (r Route) less(o Route) bool {
-	a := []string{string(r.Host), string(r.Path), string(r.PathType), string(r.BackendService.Name), strconv.Itoa(int(r.BackendService.Port))}
-	b := []string{string(o.Host), string(o.Path), string(o.PathType), string(o.BackendService.Name), strconv.Itoa(int(o.BackendService.Port))}
-	return strings.Join(a, "\x00") < strings.Join(b, "\x00")
+// sortKey is what Sorted orders r by: its host, path, pathType and
+// backend, joined by NULs.
+func (r Route) sortKey() string {
+	return strings.Join([]string{string(r.Host), string(r.Path), string(r.PathType), string(r.BackendService.Name), strconv.Itoa(int(r.BackendService.Port))}, "\x00")
 }

@@ -220,24 +220,24 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, error)
 	if opts.listenAddress != "" && net.ParseIP(opts.listenAddress) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), opts.listenAddress, "must be an IP address"))
 	}
-	routes := m.Routes
+	routes := m.Sorted()
 	servers := map[string]map[string]location{}
 	backendOf := func(name v1.ServiceName, port int32) string {
 		return fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port)
 	}
 	traffic := make([]*routeTraffic, 0, len(routes))
 	for _, r := range routes {
-		if routeErrs := validation.ValidateRoute(&r.Route, routesPath, r.Index); len(routeErrs) > 0 {
+		if routeErrs := validation.ValidateRoute(r.Route, routesPath, r.Index); len(routeErrs) > 0 {
 			errs = append(errs, routeErrs...)
 			continue
 		}
-		t, trafficErrs := buildTraffic(&r.Route, backendOf, routesPath.Index(r.Index))
+		t, trafficErrs := buildTraffic(r.Route, backendOf, routesPath.Index(r.Index))
 		if len(trafficErrs) > 0 {
 			errs = append(errs, trafficErrs...)
 			continue
 		}
 		traffic = append(traffic, &t)
-		locs, err := locationsFor(r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
+		locs, err := locationsFor(*r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue

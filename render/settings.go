@@ -28,9 +28,9 @@ type trafficSetting struct {
 	// to escape (fld is the field's path).
 	write func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList
 	// bound bounds the bytes write adds: in each of the route's
-	// locations, and once at http level. backend bounds a backend's
-	// host:port line (backendBound).
-	bound func(r *v1.Route, backend func(v1.ServiceName) int) (location, http int)
+	// locations, and once at http level, in a gateway whose Services'
+	// DNS suffix is suffix bytes long (backendBound).
+	bound func(r *v1.Route, suffix int) (location, http int)
 }
 
 // trafficSettings are the route's traffic settings, in the order their
@@ -43,14 +43,14 @@ var trafficSettings = []trafficSetting{
 			w.t.split = writeSplit(&w.http, r, w.backend, w.id)
 			return nil
 		},
-		bound: func(r *v1.Route, backend func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, suffix int) (int, int) {
 			if len(r.AdditionalBackends) == 0 {
 				return 0, 0
 			}
 			// split_clients and its closing brace, and every backend.
-			http := 2*lineBytes + backend(r.BackendService.Name)
+			http := 2*lineBytes + backendBound(r.BackendService.Name, suffix)
 			for _, b := range r.AdditionalBackends {
-				http += backend(b.Name)
+				http += backendBound(b.Name, suffix)
 			}
 			return 0, http
 		},
@@ -62,7 +62,7 @@ var trafficSettings = []trafficSetting{
 			writeTimeouts(&w.loc, r.Timeouts)
 			return nil
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			if r.Timeouts == nil {
 				return 0, 0
 			}
@@ -75,7 +75,7 @@ var trafficSettings = []trafficSetting{
 		write: func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
 			return writeBodySize(&w.loc, r.MaxBodySize, fld)
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			if r.MaxBodySize == "" {
 				return 0, 0
 			}
@@ -89,7 +89,7 @@ var trafficSettings = []trafficSetting{
 			writeRateLimit(&w.http, &w.loc, r.RateLimit, w.id)
 			return nil
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			if r.RateLimit == nil {
 				return 0, 0
 			}
@@ -103,7 +103,7 @@ var trafficSettings = []trafficSetting{
 			w.headersHash(r.RequestHeaders)
 			return writeRequestHeaders(&w.http, &w.loc, r.RequestHeaders, w.id, fld)
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			m := r.RequestHeaders
 			if m == nil {
 				return 0, 0
@@ -125,7 +125,7 @@ var trafficSettings = []trafficSetting{
 			w.headersHash(r.ResponseHeaders)
 			return writeResponseHeaders(&w.loc, r.ResponseHeaders, fld)
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			m := r.ResponseHeaders
 			if m == nil {
 				return 0, 0
@@ -148,7 +148,7 @@ var trafficSettings = []trafficSetting{
 			}
 			return nil
 		},
-		bound: func(r *v1.Route, _ func(v1.ServiceName) int) (int, int) {
+		bound: func(r *v1.Route, _ int) (int, int) {
 			// The rewrite lines write it (for "/" twice); their own
 			// bytes are the location's (routeSizeBound).
 			return 2 * len(r.RewritePrefix), 0
@@ -168,9 +168,9 @@ func hasTraffic(r *v1.Route) bool {
 
 // trafficBound bounds the bytes r's traffic settings add: in each of its
 // locations, and once at http level.
-func trafficBound(r *v1.Route, backend func(v1.ServiceName) int) (location, http int) {
+func trafficBound(r *v1.Route, suffix int) (location, http int) {
 	for _, s := range trafficSettings {
-		l, h := s.bound(r, backend)
+		l, h := s.bound(r, suffix)
 		location += l
 		http += h
 	}

@@ -52,7 +52,7 @@ func TestTrafficSettingsAreComplete(t *testing.T) {
 			w := &trafficWriter{t: &routeTraffic{}, id: routeID("test"), backend: func(n v1.ServiceName, p int32) string { return string(n) }}
 			require.Empty(t, s.write(w, &r, field.NewPath(name)))
 			assert.True(t, w.loc.Len()+w.http.Len() > 0 || *w.t != routeTraffic{}, "write writes nothing for %s", name)
-			location, http := s.bound(&r, func(n v1.ServiceName) int { return len(n) + lineBytes })
+			location, http := s.bound(&r, len("shop.svc."+DefaultClusterDomain))
 			assert.Positive(t, location+http, "bound counts no size for %s", name)
 
 			config, err := Config(gateway("gw", r), Options{})
