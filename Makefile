@@ -82,7 +82,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC YAML, and the defaults policy and matchConditions (api/v1/defaults), into manifests/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=manifests/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:dir=manifests/webhook
-	go run ./api/v1/defaults/gen
+	go run ./hack/manifestsgen
 	$(CONTROLLER_GEN) rbac:roleName=apigateway-operator 'paths={./cmd/...,./certs/...,./controller/...,./webhooks/...}' output:rbac:dir=manifests/rbac
 
 .PHONY: docs

@@ -10,9 +10,9 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
-	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/conversion"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/render"
 )
 
 // The rules admission adds to package validation's, as field.Error.Origin
@@ -77,7 +77,7 @@ func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, 
 	// of the size does not settle it: a gateway whose nginx configuration
 	// would not fit in its ConfigMap is refused here, with the bound
 	// named, instead of failing every reconcile.
-	errs = append(errs, controller.ValidateRenderedSize(gw)...)
+	errs = append(errs, render.ValidateRenderedSize(gw)...)
 	return errs, portWarnings(gw.Spec.Routes, related.ServicePorts)
 }
 

@@ -14,8 +14,8 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
-	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/render"
 )
 
 // The rules about the gateway alone are package validation's, tested there;
@@ -426,7 +426,7 @@ func TestValidateRefusesAnObjectV1alpha1CannotCarry(t *testing.T) {
 
 // TestValidateRefusesAGatewayTooLargeToRender: Validate reports, at
 // spec.routes with rule configSize, a gateway whose nginx configuration
-// would pass controller.MaxConfigBytes, naming the bound. 100 routes that
+// would pass render.MaxConfigBytes, naming the bound. 100 routes that
 // each change 96 headers with one-letter values fit the v1alpha1
 // annotation (that rule passes) but render past the bound; 100 routes
 // with every setting and a few headers each, and the same gateway with
@@ -477,7 +477,7 @@ func TestValidateRefusesAGatewayTooLargeToRender(t *testing.T) {
 				rules = append(rules, e.Origin)
 				if e.Origin == validation.RuleConfigSize {
 					assert.Equal(t, "spec.routes", e.Field)
-					assert.Contains(t, e.Detail, "over the bound of "+strconv.Itoa(controller.MaxConfigBytes))
+					assert.Contains(t, e.Detail, "over the bound of "+strconv.Itoa(render.MaxConfigBytes))
 				}
 			}
 			assert.Equal(t, tc.rules, rules, "%v", errs)

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 
-	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/ownership"
+	nginxrender "example.com/apigateway-operator/render"
 )
 
 // grant is one verb on one resource (or subresource), by name when the
@@ -273,7 +273,7 @@ func TestSchemaNoLooserThanOperator(t *testing.T) {
 		"::ffff:10.0.0.1": false, "1:2:3:4:5:6:7:8:9/64": false, "proxy.example": false,
 	}
 	for item, common := range proxies {
-		_, goErr := controller.TrustedProxies([]string{item})
+		_, goErr := nginxrender.TrustedProxies([]string{item})
 		if accepted("gatewayTrustedProxies", item) {
 			assert.NoError(t, goErr, "the schema accepts trusted proxy %q, the operator refuses it", item)
 		} else {

@@ -8,6 +8,7 @@ import (
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 )
 
 // ChildOptions are the operator's settings that shape a gateway's
@@ -28,6 +29,11 @@ type ChildOptions struct {
 	// ReloaderImage is the operator's image, whose binary runs nginx in
 	// the gateway pods (package reloader).
 	ReloaderImage string
+}
+
+// renderOptions are the options the renderer reads.
+func (o ChildOptions) renderOptions() render.Options {
+	return render.Options{Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies}
 }
 
 // Desired are the children the operator applies for one gateway.
@@ -72,7 +78,7 @@ func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	case len(gw.Spec.Routes) > 0:
 		d.Ingress = desiredIngress(gw)
 	}
-	config, err := renderConfig(gw, renderOptions{Resolvers: opts.Resolvers, ClusterDomain: opts.ClusterDomain, TrustedProxies: opts.TrustedProxies})
+	config, err := render.Config(gw, opts.renderOptions())
 	if err != nil {
 		return d, err
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
+	"example.com/apigateway-operator/render/rendertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
@@ -40,26 +41,18 @@ func goldenYAML(t *testing.T, name string, obj any) {
 	golden(t, name, data)
 }
 
-// route is a compact Route literal for tests.
-func route(host, path string, pt v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
-}
-
-func gateway(name string, routes ...v1.Route) *v1.APIGateway {
-	return &v1.APIGateway{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0d1e7a55-5e0c-4f3e-9d6b-7a5b1e2c3d4f", Generation: 3},
-		Spec:       v1.APIGatewaySpec{Routes: routes},
-	}
-}
+// The renderer's fixtures (package rendertest), under the names these
+// tests use.
+var (
+	route          = rendertest.Route
+	gateway        = rendertest.Gateway
+	hostileStrings = rendertest.HostileStrings
+	maximalHost    = rendertest.MaximalHost
+)
 
 // testGateways are the gateways the builders' golden files show.
 func testGateways() map[string]*v1.APIGateway {
-	seed := gateway("my-app-gateway",
-		route("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080),
-		route("api.example.com", "/products/", v1.PathTypePrefix, "product-service", 8081))
-	seed.Namespace = "default"
-	seed.Spec.Image = "nginx/nginx-plus:latest"
-	seed.Spec.Replicas = ptr.To[int32](2)
+	seed := rendertest.Seed()
 
 	full := gateway("full",
 		route("www.example.com", "/", v1.PathTypePrefix, "web", 80),
@@ -90,6 +83,20 @@ func testGateways() map[string]*v1.APIGateway {
 	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare, "httproute": httpRoute}
 }
 
+// TestRenderConfigGolden pins the configuration of each of the renderer's
+// route sets (rendertest.RouteSets): the ConfigMap's data the reconciler
+// writes, so a change of the rendered bytes, which reloads every gateway,
+// shows as a diff here.
+func TestRenderConfigGolden(t *testing.T) {
+	for name, gw := range rendertest.RouteSets() {
+		t.Run(name, func(t *testing.T) {
+			config, err := render.Config(gw, render.Options{})
+			require.NoError(t, err)
+			golden(t, name+".conf.template", []byte(config))
+		})
+	}
+}
+
 // testImage is the image the golden Deployments run when spec.image is empty.
 const (
 	testImage         = "nginxinc/nginx-unprivileged:1.29-alpine"
@@ -99,7 +106,7 @@ const (
 func TestBuildersGolden(t *testing.T) {
 	for name, gw := range testGateways() {
 		t.Run(name, func(t *testing.T) {
-			config, err := renderConfig(gw, renderOptions{})
+			config, err := render.Config(gw, render.Options{})
 			require.NoError(t, err)
 			goldenYAML(t, name+".configmap.yaml", desiredConfigMap(gw, config))
 			goldenYAML(t, name+".deployment.yaml", desiredDeployment(gw, deploymentParams{
@@ -126,9 +133,9 @@ func TestBuildersArePure(t *testing.T) {
 	for name, gw := range testGateways() {
 		t.Run(name, func(t *testing.T) {
 			before := gw.DeepCopy()
-			a, err := renderConfig(gw, renderOptions{})
+			a, err := render.Config(gw, render.Options{})
 			require.NoError(t, err)
-			b, err := renderConfig(gw, renderOptions{})
+			b, err := render.Config(gw, render.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, a, b)
 			assert.Equal(t, desiredDeployment(gw, deploymentParams{ConfigHash: configHash(a)}),

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/render"
 )
 
 // Gateway API's limits on one HTTPRoute (its CRD's schema): rules, and
@@ -24,10 +24,6 @@ const (
 	maxHTTPRouteRules       = 16
 	maxHTTPRouteRuleMatches = 64
 )
-
-// nginxDefaultTimeoutSeconds is nginx's proxy_connect_timeout and
-// proxy_read_timeout, which a route that leaves one unset gets.
-const nginxDefaultTimeoutSeconds = 60
 
 // desiredHTTPRoutes are gw's HTTPRoutes, for exposure type HTTPRoute: one
 // per route host, in host order, each matching that host's paths and
@@ -150,7 +146,7 @@ func ruleGroups(gw *v1.APIGateway, paths []ingressPath) []ruleGroup {
 	seconds := make([]int32, len(paths))
 	var distinct []int32
 	for i, p := range paths {
-		seconds[i] = requestSeconds(&gw.Spec.Routes[p.route])
+		seconds[i] = requestSeconds(p.route)
 		if seconds[i] > 0 && !slices.Contains(distinct, seconds[i]) {
 			distinct = append(distinct, seconds[i])
 		}
@@ -242,17 +238,16 @@ func fitsRules(sizes []int) bool {
 
 // requestSeconds is the longest nginx may wait for r's backend before
 // it answers: the time to connect plus the time to the first byte of
-// the answer, each the route's or nginx's default when unset; 0 when r
-// sets no timeouts (the Gateway's own default then applies, as before
+// the answer, each as the resolved route has it (the route's, or
+// render.DefaultTimeoutSeconds); 0 when r sets no timeouts (the Gateway's own default then applies, as before
 // the field existed). An answer that keeps streaming may last longer
 // (nginx's read timeout is between two reads): a Gateway that enforces
 // its request timeout on the whole answer cuts such one.
-func requestSeconds(r *v1.Route) int32 {
-	t := r.Timeouts
-	if t == nil || (t.ConnectSeconds == nil && t.ReadSeconds == nil) {
+func requestSeconds(r render.Route) int32 {
+	if !r.SetsTimeouts() {
 		return 0
 	}
-	return ptr.Deref(t.ConnectSeconds, nginxDefaultTimeoutSeconds) + ptr.Deref(t.ReadSeconds, nginxDefaultTimeoutSeconds)
+	return r.ConnectSeconds + r.ReadSeconds
 }
 
 // gatewayDuration writes seconds as a Gateway API Duration (GEP-2257):

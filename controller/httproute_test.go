@@ -16,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 )
 
 // The patterns Gateway API's HTTPRoute schema holds a path match's value
@@ -652,7 +653,7 @@ func TestHTTPRouteTimeoutsFollowTheServedRoute(t *testing.T) {
 			withTimeouts(route(h, "/%75sers/", v1.PathTypePrefix, "users-v2", 8080), 1, 99),
 		}
 		gw := httpRouteGateway("gw", publicGateway, routes[order[0]], routes[order[1]])
-		config, err := renderConfig(gw, renderOptions{})
+		config, err := render.Config(gw, render.Options{})
 		require.NoError(t, err)
 		usersServed := strings.Contains(config, `"users.shop.svc.`)
 		v2Served := strings.Contains(config, `"users-v2.shop.svc.`)
@@ -714,7 +715,7 @@ func TestHTTPRouteTimeoutsWithinGatewayAPILimits(t *testing.T) {
 				if c, r := tc.timeout(i); c > 0 || r > 0 {
 					routes[i] = withTimeouts(routes[i], c, r)
 				}
-				own[fmt.Sprintf("PathPrefix /p%03d", i)] = requestSeconds(&routes[i])
+				own[fmt.Sprintf("PathPrefix /p%03d", i)] = requestSeconds(render.SortedRoutes(routes[i : i+1])[0])
 			}
 			r := builtHTTPRoutes(t, httpRouteGateway("many", publicGateway, routes...))[h]
 			require.NotNil(t, r)

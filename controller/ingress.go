@@ -7,6 +7,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/routepath"
 )
 
@@ -55,10 +56,10 @@ func desiredIngress(gw *v1.APIGateway) *networkingv1ac.IngressApplyConfiguration
 type ingressPath struct {
 	path     string
 	pathType networkingv1.PathType
-	// route is the index in spec.routes of the route nginx serves the
-	// path from: of routes that match alike, the first in the renderer's
-	// order (buildServers), which the HTTPRoutes take its timeouts from.
-	route int
+	// route is the route nginx serves the path from, resolved: of routes
+	// that match alike, the first in the renderer's order
+	// (render.SortedRoutes), which the HTTPRoutes take its timeouts from.
+	route render.Route
 }
 
 // pathKey is what makes an ingressPath distinct.
@@ -75,9 +76,8 @@ type pathKey struct {
 func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 	// In the renderer's order, so that the first route of a path is the
 	// one nginx serves it from.
-	routes := indexRoutes(gw.Spec.Routes)
-	sort.SliceStable(routes, func(i, j int) bool { return routes[i].less(routes[j]) })
-	seen := map[string]map[pathKey]int{}
+	routes := render.Resolve(gw, render.Options{}).Sorted()
+	seen := map[string]map[pathKey]render.Route{}
 	for _, r := range routes {
 		pathType, ok := ingressPathType(r.PathType)
 		if !ok {
@@ -88,11 +88,11 @@ func ingressPaths(gw *v1.APIGateway) map[string][]ingressPath {
 			continue
 		}
 		if seen[string(r.Host)] == nil {
-			seen[string(r.Host)] = map[pathKey]int{}
+			seen[string(r.Host)] = map[pathKey]render.Route{}
 		}
 		key := pathKey{path: path, pathType: pathType}
 		if _, dup := seen[string(r.Host)][key]; !dup {
-			seen[string(r.Host)][key] = r.index
+			seen[string(r.Host)][key] = r
 		}
 	}
 	out := make(map[string][]ingressPath, len(seen))

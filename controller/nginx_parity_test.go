@@ -29,6 +29,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/render"
 )
 
 // parityCase is a gateway's name and one route, as a user writes them,
@@ -62,7 +63,7 @@ func TestValidationParity(t *testing.T) {
 			gw := parityGateway(tc)
 			api := apiServerVerdict(t, gw)
 			pkg := fields(validation.Validate(nil, gw))
-			_, err := renderConfig(gw, renderOptions{})
+			_, err := render.Config(gw, render.Options{})
 			rendered := renderFields(t, err)
 
 			assert.Equal(t, !tc.valid, len(api) > 0, "API server: refused %v", api)

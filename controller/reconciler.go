@@ -134,10 +134,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if opts.DefaultImage == "" || opts.ReloaderImage == "" {
 		return errors.New("controller: Options.DefaultImage and Options.ReloaderImage are required")
 	}
-	if _, err := resolverArgs(opts.Resolvers); err != nil {
-		return err
-	}
-	if _, err := TrustedProxies(opts.TrustedProxies); err != nil {
+	if err := opts.children().renderOptions().Check(); err != nil {
 		return err
 	}
 	if opts.Policy == "" {

@@ -13,21 +13,6 @@ import (
 // changes the valid route.
 type addCase func(kind, value string, valid bool, set func(*parityCase))
 
-// hostileStrings are the strings the issue names for every tenant string
-// that reaches nginx.conf, each after a harmless "a": what ends a quoted
-// argument, a directive or a block, starts a variable, escapes, a control
-// character, a non-ASCII one, and more than nginx reads in one argument.
-// (Strings that are not UTF-8 cannot reach the API server: JSON carries
-// text.)
-func hostileStrings() map[string]string {
-	return map[string]string{
-		"quote": `a"b`, "single quote": "a'b", "semicolon": "a;b", "open brace": "a{b", "close brace": "a}b",
-		"variable": "a$b", "envsubst": "a${HOME}", "backslash": `a\b`, "newline": "a\nb", "CR": "a\rb",
-		"tab": "a\tb", "NUL": "a\x00b", "DEL": "a\x7fb", "non-ASCII": "caf\u00e9", "space": "a b",
-		"hash": "a#b", "8 KiB": strings.Repeat("a", 8<<10),
-	}
-}
-
 // trafficParityCases are the route's traffic settings: every field, on
 // both sides of each bound, and the hostile strings in each string field.
 func trafficParityCases(add addCase) {

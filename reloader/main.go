@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"example.com/apigateway-operator/render"
 )
 
 // Main runs the reloader subcommand with args (after its name) and returns
@@ -50,7 +52,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Output, "output", "/etc/nginx/conf.d/gateway.conf", "The rendered file; the image's nginx.conf must include its directory inside http {}.")
 	fs.StringVar(&cfg.ProbeSocket, "probe-socket", "/var/run/apigateway-reloader.sock", "Unix socket on which nginx tells the reloader which configuration its workers serve.")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "Where the pod's DNS servers are read, for the resolver variable.")
-	fs.StringVar(&cfg.ResolverVariable, "resolver-variable", "NGINX_LOCAL_RESOLVERS", "The template's ${...} placeholder for the DNS servers.")
+	fs.StringVar(&cfg.ResolverVariable, "resolver-variable", render.ResolverVariable, "The template's ${...} placeholder for the DNS servers.")
 	fs.StringVar(&cfg.StatusAddress, "status-address", "", "host:port of the status server (GET "+StatusPath+"); empty: none.")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "nginx's worker_shutdown_timeout: how long connections on a replaced configuration, and all on shutdown, stay open.")
 	fs.BoolVar(&cfg.Watch, "watch", true, "Reload when the template changes; false keeps the first configuration for the container's life.")

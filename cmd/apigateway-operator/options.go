@@ -28,6 +28,7 @@ import (
 	"example.com/apigateway-operator/lease"
 	"example.com/apigateway-operator/manifests/policy"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -104,7 +105,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.policyParams, "policy-params", policy.ParamsNamespace+"/"+policy.ParamsName, "namespace/name of the ConfigMap the defaults MutatingAdmissionPolicy reads: on start the leader writes --default-gateway-image and --default-replicas there, so the API server gives the same defaults while no replica answers. Empty: leave it alone.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/gRPC collector for traces, as host:port (TLS) or http://host:port (no TLS); the webhooks continue the API server's traces and the reconciler traces each reconcile. Empty: off, unless the standard OTEL_EXPORTER_OTLP_ENDPOINT variables name one.")
 	fs.StringVar(&o.reloaderImage, "reloader-image", "", "Image whose binary the gateway pods run as the reloader of their nginx (an init container copies it). Empty: the operator's own image, read from its Pod (POD_NAMESPACE, POD_NAME); outside a pod, "+fallbackReloaderImage+".")
-	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", render.DefaultClusterDomain, "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
@@ -215,7 +216,7 @@ func parseTrustedProxies(s string) ([]string, error) {
 	for i := range proxies {
 		proxies[i] = strings.TrimSpace(proxies[i])
 	}
-	if _, err := controller.TrustedProxies(proxies); err != nil {
+	if _, err := render.TrustedProxies(proxies); err != nil {
 		return nil, fmt.Errorf("--gateway-trusted-proxies: %w", err)
 	}
 	return proxies, nil

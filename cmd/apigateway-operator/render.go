@@ -13,6 +13,7 @@ import (
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/offline"
+	"example.com/apigateway-operator/render"
 )
 
 const renderSynopsis = `Usage: apigateway-operator render -f FILE|DIR|- [flags]
@@ -50,7 +51,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.judge.defaultImage, "default-image", defaults.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
 	fs.IntVar(&o.judge.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.judge.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
-	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", render.DefaultClusterDomain, "The operator's --cluster-domain: backends are reached at <service>.<namespace>.svc.<domain>.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", "The operator's --gateway-trusted-proxies. "+trustedProxiesUsage)
 	fs.StringVar(&o.reloaderImage, "reloader-image", fallbackReloaderImage, "The operator's image (its --reloader-image): the gateway pods' init container copies the reloader from it.")
 	if code := parseFlags(fs, args, stderr); code >= 0 {

@@ -79,7 +79,7 @@ const (
 	// prefixes.
 	RuleDelegations = "delegations"
 	// RuleConfigSize: the gateway's rendered nginx configuration fits in
-	// its ConfigMap (controller.MaxConfigBytes). The renderer measures it;
+	// its ConfigMap (render.MaxConfigBytes). The renderer measures it;
 	// admission bounds it from the spec and renders the gateway only when
 	// the bound passes MaxConfigBytes.
 	RuleConfigSize = "configSize"

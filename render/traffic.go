@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"crypto/sha256"
@@ -65,12 +65,6 @@ type routeTraffic struct {
 	rewritePrefix string
 }
 
-// hasTraffic reports whether r sets any traffic setting.
-func hasTraffic(r *v1.Route) bool {
-	return len(r.AdditionalBackends) > 0 || r.Timeouts != nil || r.RewritePrefix != "" ||
-		r.RequestHeaders != nil || r.ResponseHeaders != nil || r.MaxBodySize != "" || r.RateLimit != nil
-}
-
 // buildTraffic renders the traffic settings of r, a route that passed
 // validation.ValidateRoute (buildServers calls it first, whatever admission
 // did); fld is r's field path. backend is the host:port of one of the
@@ -84,27 +78,15 @@ func buildTraffic(r *v1.Route, backend func(v1.ServiceName, int32) string, fld *
 		return t, nil
 	}
 	match, _ := validation.RouteMatch(r)
-	id := routeID(match)
-	var http, loc strings.Builder
-	t.split = writeSplit(&http, r, backend, id)
-	writeTimeouts(&loc, r.Timeouts)
-	errs := writeBodySize(&loc, r.MaxBodySize, fld.Child("maxBodySize"))
-	writeRateLimit(&http, &loc, r.RateLimit, id)
-	if changesHeaders(r.RequestHeaders) || changesHeaders(r.ResponseHeaders) {
-		fmt.Fprintf(&loc, "%sproxy_headers_hash_bucket_size %d;\n", indent, proxyHeadersHashBucketSize)
+	w := &trafficWriter{t: &t, id: routeID(match), backend: backend}
+	var errs field.ErrorList
+	for _, s := range trafficSettings {
+		errs = append(errs, s.write(w, r, fld.Child(s.field))...)
 	}
-	errs = append(errs, writeRequestHeaders(&http, &loc, r.RequestHeaders, id, fld.Child("requestHeaders"))...)
-	errs = append(errs, writeResponseHeaders(&loc, r.ResponseHeaders, fld.Child("responseHeaders"))...)
-	if p := string(r.RewritePrefix); p != "" {
-		if !isPath(p) {
-			errs = append(errs, field.Invalid(fld.Child("rewritePrefix"), p, "the renderer writes only a path of letters, digits and - . _ ~ / ! & ( ) * + , = : @"))
-		}
-		t.rewritePrefix = p
+	if w.http.Len() > 0 {
+		t.http = "# " + match + "\n" + w.http.String()
 	}
-	if http.Len() > 0 {
-		t.http = "# " + match + "\n" + http.String()
-	}
-	t.directives = loc.String()
+	t.directives = w.loc.String()
 	return t, errs
 }
 

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// TestRenderedSizeBoundIsAbove holds renderedSizeBound, which lets
+// TestRenderedSizeBoundIsAbove holds sizeBound, which lets
 // admission skip the render, above the exact rendered size: for the
 // renderer's fixtures, for gateways whose strings are as short as the API
 // allows and as many as it allows (where the constants per directive
@@ -50,9 +50,9 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 	})
 
 	bench := benchTrafficGateway()
-	config, err := render(bench, renderOptions{})
+	config, err := Resolve(bench, Options{}).render()
 	require.NoError(t, err)
-	bound := renderedSizeBound(bench)
+	bound := Resolve(bench, Options{}).sizeBound()
 	assert.Less(t, 2*bound, 5*len(config), "the bound of a realistic gateway is within 2.5 times its size")
 	assert.Less(t, 2*bound, MaxConfigBytes, "a realistic 100-route gateway is checked without rendering, with room")
 }
@@ -61,11 +61,11 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 // reports whether it rendered.
 func checkBound(t *testing.T, gw *v1.APIGateway) bool {
 	t.Helper()
-	config, err := render(gw, renderOptions{})
+	config, err := Resolve(gw, Options{}).render()
 	if err != nil {
 		return false
 	}
-	assert.GreaterOrEqual(t, renderedSizeBound(gw), len(config), "bound below the rendered size")
+	assert.GreaterOrEqual(t, Resolve(gw, Options{}).sizeBound(), len(config), "bound below the rendered size")
 	return true
 }
 

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func startTrafficGateway(t *testing.T, routes func(ports map[string]int32) []v1.
 		ports[name] = port
 	}
 	gw := gateway("traffic", routes(ports)...)
-	return startNginx(t, bin, func(opts renderOptions) (string, error) { return renderConfig(gw, opts) }, startServiceDNS(t))
+	return startNginx(t, bin, func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
 }
 
 // gatewayClient is an HTTP client of the gateway that connects from the

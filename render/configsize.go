@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -27,21 +27,22 @@ const MaxConfigBytes = 1<<20 - 64<<10
 // with the default options, is longer than MaxConfigBytes. Admission calls
 // it; the renderer applies the same bound to what it renders. A gateway
 // the renderer refuses for other reasons gets no error here: the
-// validation rules report those. It renders only when renderedSizeBound
+// validation rules report those. It renders only when sizeBound
 // exceeds MaxConfigBytes: the common gateway, far below the bound, pays a
 // walk of its routes instead of a render (BenchmarkValidate).
 func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
-	if renderedSizeBound(gw) <= MaxConfigBytes {
+	m := Resolve(gw, Options{})
+	if m.sizeBound() <= MaxConfigBytes {
 		return nil
 	}
-	config, err := render(gw, renderOptions{})
+	config, err := m.render()
 	if err != nil {
 		return nil
 	}
 	return validateConfigSize(len(config))
 }
 
-// The terms of renderedSizeBound, measured on what render writes (the
+// The terms of sizeBound, measured on what render writes (the
 // renderer's tests hold the bound above the exact size:
 // TestRenderedSizeBoundIsAbove).
 const (
@@ -66,83 +67,50 @@ const (
 	routeLocations = 2
 )
 
-// renderedSizeBound is an upper bound of the length of gw's configuration
-// rendered with the default options (renderOptions{}), computed from the
+// sizeBound is an upper bound of the length of m's configuration,
+// computed from the
 // lengths of the strings render writes, each times the most it writes it,
 // plus lineBytes per directive: it renders nothing. It counts what a
 // render would write even for a route it then drops (a duplicate match),
 // so it is never below the exact size.
-func renderedSizeBound(gw *v1.APIGateway) int {
-	ns := len(gw.Namespace)
-	total := fileBytes + ns + len(gw.Name)
-	hosts := make(map[v1.Hostname]struct{}, len(gw.Spec.Routes))
-	for i := range gw.Spec.Routes {
-		r := &gw.Spec.Routes[i]
+func (m *Gateway) sizeBound() int {
+	ns := len(m.Namespace)
+	total := fileBytes + ns + len(m.Name)
+	hosts := make(map[v1.Hostname]struct{}, len(m.Routes))
+	for i := range m.Routes {
+		r := m.Routes[i].Route
 		if _, ok := hosts[r.Host]; !ok {
 			hosts[r.Host] = struct{}{}
 			// A wildcard's server_name escapes each '.'.
 			total += serverBytes + 2*len(r.Host)
 		}
-		total += routeSizeBound(r, ns)
+		total += routeSizeBound(r, ns+len(m.ClusterDomain))
 	}
 	return total
 }
 
-// routeSizeBound bounds what r writes in a gateway of a namespace ns bytes
-// long: its locations, each with the route's directives, and its
-// http-level blocks, written once.
-func routeSizeBound(r *v1.Route, ns int) int {
+// routeSizeBound bounds what r writes in a gateway whose Services' DNS
+// suffix (namespace.svc.domain) is suffix bytes long: its locations, each
+// with the route's traffic directives, and its http-level blocks,
+// written once.
+func routeSizeBound(r *v1.Route, suffix int) int {
 	// MatchPath decodes, which never lengthens, and makes "" "/".
 	path := len(r.Path) + 1
-	// A backend is written as name.namespace.svc.cluster.local:port.
-	backend := func(name v1.ServiceName) int { return len(name) + ns + len(defaultClusterDomain) + lineBytes }
-	// A location: its match (the path), the rewrite (the path and, for
-	// "/", rewritePrefix twice) and proxy_pass, "set $backend" (the
-	// backend's line), and the route's directives.
-	location := 3*lineBytes + 2*path + backend(r.BackendService.Name) + 2*len(r.RewritePrefix) + directivesBound(r)
-	// The http-level blocks: the comment naming the match, the split of
-	// every backend, the rate limit's zone, and the request headers' maps.
-	http := lineBytes + len(r.PathType) + len(r.Host) + path
-	if len(r.AdditionalBackends) > 0 {
-		http += 2*lineBytes + backend(r.BackendService.Name)
-		for _, b := range r.AdditionalBackends {
-			http += backend(b.Name)
-		}
-	}
-	if r.RateLimit != nil {
-		http += 2 * lineBytes
-	}
-	if m := r.RequestHeaders; m != nil {
-		for _, h := range m.Add {
-			http += 4*lineBytes + 2*len(h.Name) + 2*len(h.Value)
-		}
-	}
+	directives, blocks := trafficBound(r, suffix)
+	// A location: its match (the path), the rewrite (the path) and
+	// proxy_pass, "set $backend" (the backend's line), and the route's
+	// directives.
+	location := 3*lineBytes + 2*path + backendBound(r.BackendService.Name, suffix) + directives
+	// The http-level blocks: the comment naming the match, and the
+	// settings' blocks.
+	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
 	return routeLocations*location + http
 }
 
-// directivesBound bounds the directives each of r's locations holds.
-func directivesBound(r *v1.Route) int {
-	total := 0
-	if r.Timeouts != nil {
-		total += 2 * lineBytes
-	}
-	if r.MaxBodySize != "" {
-		total += lineBytes + len(r.MaxBodySize)
-	}
-	if r.RateLimit != nil {
-		total += 2 * lineBytes
-	}
-	if m := r.RequestHeaders; m != nil {
-		// The gateway's own request headers, repeated.
-		total += len(gatewayHeaders) * lineBytes
-		total += headersBound(m.Set, 1, 1) + headersBound(m.Add, 2, 0) + namesBound(m.Remove)
-	}
-	if m := r.ResponseHeaders; m != nil {
-		// Set hides the backend's header and adds its own: two lines.
-		total += headersBound(m.Set, 2, 1) + headersBound(m.Add, 1, 1) + namesBound(m.Remove)
-	}
-	return total
-}
+// backendBound bounds a line naming the backend Service name, written as
+// name.namespace.svc.domain:port, where namespace.svc.domain is suffix
+// bytes long.
+func backendBound(name v1.ServiceName, suffix int) int { return len(name) + suffix + lineBytes }
 
 // headersBound bounds directives of headers, each written on lines lines
 // with its name once per line and its value values times.

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"net"
@@ -27,15 +27,15 @@ type echoReply = dataplane.EchoReply
 // stopping or reloading, and each request.
 const dataPlaneWait = dataplane.Wait
 
-// startServiceDNS plays the cluster DNS of defaultClusterDomain: every
+// startServiceDNS plays the cluster DNS of DefaultClusterDomain: every
 // Service is 127.0.0.1 (dataplane.StartServiceDNS).
-func startServiceDNS(t *testing.T) string { return dataplane.StartServiceDNS(t, defaultClusterDomain) }
+func startServiceDNS(t *testing.T) string { return dataplane.StartServiceDNS(t, DefaultClusterDomain) }
 
 // nginxProcess is nginx serving a gateway's configuration rendered for
 // loopback, and what it was rendered with.
 type nginxProcess struct {
 	*dataplane.Nginx
-	opts                 renderOptions
+	opts                 Options
 	httpAddr, healthAddr string
 }
 
@@ -48,11 +48,11 @@ func (n *nginxProcess) logs() string { return n.Logs() }
 // startNginx renders gw for loopback (free ports, the given resolver) and
 // runs nginx on it until the test ends. A port taken between choosing and
 // binding it is chosen again.
-func startNginx(t *testing.T, bin string, render func(renderOptions) (string, error), resolver string) *nginxProcess {
+func startNginx(t *testing.T, bin string, render func(Options) (string, error), resolver string) *nginxProcess {
 	t.Helper()
 	var lastErr error
 	for range 3 {
-		opts := renderOptions{Resolvers: []string{resolver}, listenAddress: "127.0.0.1", httpPort: freePort(t), healthPort: freePort(t)}
+		opts := Options{Resolvers: []string{resolver}, listenAddress: "127.0.0.1", httpPort: freePort(t), healthPort: freePort(t)}
 		config, err := render(opts)
 		require.NoError(t, err)
 		n := &nginxProcess{

@@ -1,103 +1,24 @@
-// Package routetable holds the routes command's table to what the operator
-// decided. It is a package of its own because the table (offline) needs
-// admission, which needs the renderer: the controller's own tests cannot
-// import it.
-package routetable
+package controller
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"time"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/api/v1/validation"
-	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/offline"
-	"example.com/apigateway-operator/test/testenv"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
-
-const (
-	testImage = "nginx:1.27"
-	waitFor   = 30 * time.Second
-	tick      = 100 * time.Millisecond
-)
-
-// startOperator runs the reconciler as main wires it until the test ends.
-func startOperator(t *testing.T) {
-	t.Helper()
-	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(env.Config, opts)
-	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2,
-		DefaultImage: testImage, ReloaderImage: testImage}))
-	env.StartManager(t, mgr)
-}
-
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
-}
-
-// host is the one host the test's gateways route.
-const host = "route-table.example.com"
-
-// route is a Prefix route on host.
-func route(path, svc string, port int32) v1.Route {
-	return v1.Route{Host: host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix,
-		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
-}
-
-// competitor is a gateway in ns that the schema admits without defaults.
-func competitor(ns, name string, routes ...v1.Route) *v1.APIGateway {
-	return &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.APIGatewaySpec{Image: testImage, Replicas: ptr.To[int32](1), Routes: routes}}
-}
-
-func createGateway(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
-	t.Helper()
-	require.NoError(t, env.Client.Create(context.Background(), gw))
-	return gw
-}
-
-func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
-		cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, cond, "no %s condition", typ)
-		assert.Equal(c, status, cond.Status)
-		assert.Equal(c, reason, cond.Reason, "message: %s", cond.Message)
-	}, waitFor, tick)
-}
-
-func waitObserved(t *testing.T, gw *v1.APIGateway) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
-		assert.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written for this generation")
-	}, waitFor, tick)
-}
+// The routes command's table (package offline) held to what the reconciler
+// decided. It lived in test/routetable while offline's admission imported
+// the controller for the renderer; admission now imports package render,
+// so the controller's own tests can read the table.
 
 // TestRouteTableAgreesWithTheOperator: the routes command's table of a
 // cluster (offline.ClusterRoutes through a kubeconfig, then
@@ -109,6 +30,8 @@ func waitObserved(t *testing.T, gw *v1.APIGateway) {
 func TestRouteTableAgreesWithTheOperator(t *testing.T) {
 	startOperator(t)
 	ctx := context.Background()
+	const host = "route-table.example.com"
+	route := func(path, svc string, port int32) v1.Route { return route(host, path, v1.PathTypePrefix, svc, port) }
 	ns, other := newNamespace(t, "routes-owner"), newNamespace(t, "routes-other")
 
 	first := createGateway(t, competitor(ns, "zz-first",

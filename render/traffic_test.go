@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -13,41 +13,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
-	"example.com/apigateway-operator/api/v1/validation/validationtest"
 )
-
-// everySetting gives r every traffic setting: the fixture the admission
-// tests and benchmarks share.
-var everySetting = validationtest.EverySetting
-
-// trafficGateway uses every traffic setting, in each of its forms: the
-// golden file shows how each renders and nginx -t loads it.
-func trafficGateway() *v1.APIGateway {
-	api := everySetting(route("api.example.com", "/api/", v1.PathTypePrefix, "users", 8080))
-
-	status := route("api.example.com", "/v1/status", v1.PathTypeExact, "status", 9000)
-	status.Timeouts = &v1.RouteTimeouts{ReadSeconds: ptr.To[int32](1)}
-	status.MaxBodySize = "0"
-	status.RateLimit = &v1.RateLimit{RequestsPerSecond: 5} // burst 0: nginx's default, not written
-
-	// Blue/green: the additional backends take 100%, backendService none.
-	site := route("api.example.com", "/", v1.PathTypePrefix, "web", 80)
-	site.AdditionalBackends = []v1.WeightedBackend{{Name: "web-blue", Port: 80, Weight: 60}, {Name: "web-green", Port: 80, Weight: 40}}
-	site.RewritePrefix = "/site"
-
-	// ';', '{', '}' and '#' are text inside a quoted nginx string.
-	legacy := route("www.example.com", "/legacy/", v1.PathTypePrefix, "legacy", 8080)
-	legacy.RewritePrefix = "/v2/"
-	legacy.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Odd", Value: `a;} server { #x 'y'`}}}
-
-	// Set but empty: renders as a route without them.
-	empty := route("www.example.com", "/plain", v1.PathTypePrefix, "plain", 8080)
-	empty.Timeouts = &v1.RouteTimeouts{}
-	empty.RequestHeaders = &v1.HeaderModifier{}
-	empty.ResponseHeaders = &v1.HeaderModifier{}
-	empty.AdditionalBackends = []v1.WeightedBackend{{Name: "plain-drained", Port: 8080, Weight: 0}}
-	return gateway("traffic", api, status, site, legacy, empty)
-}
 
 // TestTrafficSettingsRenderOnlyWhenSet: a route whose traffic settings are
 // unset, or set to nothing (empty lists, a drained backend only), renders
@@ -55,13 +21,13 @@ func trafficGateway() *v1.APIGateway {
 // gateway; each setting changes the configuration.
 func TestTrafficSettingsRenderOnlyWhenSet(t *testing.T) {
 	plain := route("api.example.com", "/api", v1.PathTypePrefix, "users", 8080)
-	want, err := renderConfig(gateway("gw", plain), renderOptions{})
+	want, err := Config(gateway("gw", plain), Options{})
 	require.NoError(t, err)
 	empty := plain
 	empty.Timeouts = &v1.RouteTimeouts{}
 	empty.RequestHeaders, empty.ResponseHeaders = &v1.HeaderModifier{}, &v1.HeaderModifier{}
 	empty.AdditionalBackends = []v1.WeightedBackend{{Name: "drained", Port: 8080}}
-	got, err := renderConfig(gateway("gw", empty), renderOptions{})
+	got, err := Config(gateway("gw", empty), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 
@@ -84,7 +50,7 @@ func TestTrafficSettingsRenderOnlyWhenSet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := plain
 			set(&r)
-			got, err := renderConfig(gateway("gw", r), renderOptions{})
+			got, err := Config(gateway("gw", r), Options{})
 			require.NoError(t, err)
 			assert.NotEqual(t, want, got)
 		})
@@ -94,7 +60,7 @@ func TestTrafficSettingsRenderOnlyWhenSet(t *testing.T) {
 // TestRenderTraffic checks the directives each setting renders to, in the
 // route's locations and at http level.
 func TestRenderTraffic(t *testing.T) {
-	config, err := renderConfig(trafficGateway(), renderOptions{})
+	config, err := Config(trafficGateway(), Options{})
 	require.NoError(t, err)
 	api, ok := validation.RouteMatch(&trafficGateway().Spec.Routes[0])
 	require.True(t, ok)
@@ -175,7 +141,7 @@ func TestRenderTrafficOfCollidingRoutes(t *testing.T) {
 	// An Exact route takes the Prefix route's exact location, not its zone.
 	c := route("api.example.com", "/users", v1.PathTypeExact, "exact", 8080)
 	c.RateLimit = &v1.RateLimit{RequestsPerSecond: 3}
-	config, err := renderConfig(gateway("gw", a, b, c), renderOptions{Resolvers: []string{"127.0.0.1"}})
+	config, err := Config(gateway("gw", a, b, c), Options{Resolvers: []string{"127.0.0.1"}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(config, "split_clients"))
 	assert.Equal(t, 2, strings.Count(config, "limit_req_zone"))
@@ -198,7 +164,7 @@ func TestGatewayHeadersAreReserved(t *testing.T) {
 			}
 			r := route("api.example.com", "/", v1.PathTypePrefix, "web", 80)
 			r.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: v1.HTTPHeaderName(name), Value: "x"}}}
-			_, err := renderConfig(gateway("gw", r), renderOptions{})
+			_, err := Config(gateway("gw", r), Options{})
 			require.ErrorContains(t, err, "spec.routes[0].requestHeaders.set[0].name", name)
 		}
 	}
@@ -302,7 +268,7 @@ func TestRenderConfigRefusesHostileTrafficSettings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := route("a.example.com", "/api", v1.PathTypePrefix, "web", 80)
 			tc.set(&r)
-			config, err := renderConfig(gateway("evil", r), renderOptions{})
+			config, err := Config(gateway("evil", r), Options{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.wantErr)
 			assert.Empty(t, config)
@@ -319,7 +285,7 @@ func TestRenderConfigQuotesHarmlessText(t *testing.T) {
 	r := route("a.example.com", "/api", v1.PathTypePrefix, "web", 80)
 	r.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-A", Value: v1.HTTPHeaderValue(value)}}, Add: []v1.HTTPHeader{{Name: "X-B", Value: v1.HTTPHeaderValue(value)}}}
 	r.ResponseHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-C", Value: v1.HTTPHeaderValue(value)}}}
-	config, err := renderConfig(gateway("odd", r), renderOptions{Resolvers: []string{"127.0.0.1"}})
+	config, err := Config(gateway("odd", r), Options{Resolvers: []string{"127.0.0.1"}})
 	require.NoError(t, err)
 	assert.Contains(t, config, `proxy_set_header X-A "`+value+`";`)
 	assert.Contains(t, config, `add_header X-C "`+value+`" always;`)
@@ -395,7 +361,7 @@ func TestRenderedSizeBound(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			errs := ValidateRenderedSize(tc.gw)
-			config, err := renderConfig(tc.gw, renderOptions{})
+			config, err := Config(tc.gw, Options{})
 			if !tc.refused {
 				assert.Empty(t, errs)
 				return
@@ -404,7 +370,7 @@ func TestRenderedSizeBound(t *testing.T) {
 			assert.Equal(t, "spec.routes", errs[0].Field)
 			assert.Equal(t, validation.RuleConfigSize, errs[0].Origin)
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("over the bound of %d", MaxConfigBytes))
-			size, _ := render(tc.gw, renderOptions{})
+			size, _ := Resolve(tc.gw, Options{}).render()
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("would be %d bytes", len(size)))
 			require.Error(t, err)
 			assert.True(t, apierrors.IsInvalid(err))
@@ -475,7 +441,7 @@ func boundsGateway() *v1.APIGateway {
 func TestRenderTrafficAtItsBounds(t *testing.T) {
 	gw := boundsGateway()
 	require.Empty(t, validation.Validate(nil, gw), "every value is admitted")
-	config, err := renderConfig(gw, renderOptions{Resolvers: []string{"127.0.0.1"}})
+	config, err := Config(gw, Options{Resolvers: []string{"127.0.0.1"}})
 	require.NoError(t, err)
 	for _, want := range []string{
 		`client_max_body_size "9999g";`, `client_max_body_size "1";`, `client_max_body_size "9999k";`, `client_max_body_size "9999";`,
@@ -505,7 +471,7 @@ func FuzzRenderTrafficStrings(f *testing.F) {
 	f.Add("X-A", `a;} server { #x 'y' ) ( {`, "/v2/a-b._~!&()*+,=:@", "9999g", "c")
 	f.Add("X-A", "", "/", "0", "c")
 	f.Fuzz(func(t *testing.T, name, value, rewrite, size, backend string) {
-		config, err := renderConfig(fuzzGateway(name, value, rewrite, size, backend), renderOptions{Resolvers: []string{"127.0.0.1"}})
+		config, err := Config(fuzzGateway(name, value, rewrite, size, backend), Options{Resolvers: []string{"127.0.0.1"}})
 		if err != nil {
 			require.Empty(t, config)
 			return
@@ -516,8 +482,8 @@ func FuzzRenderTrafficStrings(f *testing.F) {
 			}
 			return h
 		}
-		want, err := renderConfig(fuzzGateway(harmless(name, "X-H"), harmless(value, "h"), harmless(rewrite, "/h"), harmless(size, "1k"), harmless(backend, "h")),
-			renderOptions{Resolvers: []string{"127.0.0.1"}})
+		want, err := Config(fuzzGateway(harmless(name, "X-H"), harmless(value, "h"), harmless(rewrite, "/h"), harmless(size, "1k"), harmless(backend, "h")),
+			Options{Resolvers: []string{"127.0.0.1"}})
 		require.NoError(t, err, "a harmless gateway")
 		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
 	})

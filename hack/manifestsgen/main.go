@@ -1,4 +1,4 @@
-// Command gen writes what package defaults generates from its Table: the
+// Command manifestsgen writes what package defaults generates from its Table: the
 // defaults MutatingAdmissionPolicy (manifests/policy/defaults.yaml), the
 // mutating webhook's matchConditions, into the webhook configuration
 // controller-gen wrote (manifests/webhook/manifests.yaml), and the v1
@@ -31,7 +31,7 @@ func main() {
 	root := flag.String("root", ".", "the repository's root")
 	flag.Parse()
 	if err := run(*root); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
+		fmt.Fprintln(os.Stderr, "manifestsgen:", err)
 		os.Exit(1)
 	}
 }

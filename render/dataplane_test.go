@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"encoding/json"
@@ -46,8 +46,8 @@ func TestDataPlane(t *testing.T) {
 	bin := nginxBinary(t)
 	ports := startEchoBackends(t, "users", "orders", "orders-exact", "version", "public", "internal", "tenant", "root", "long", "fresh")
 	resolver := startServiceDNS(t)
-	render := func(withNew bool) func(renderOptions) (string, error) {
-		return func(opts renderOptions) (string, error) { return renderConfig(dataPlaneGateway(ports, withNew), opts) }
+	render := func(withNew bool) func(Options) (string, error) {
+		return func(opts Options) (string, error) { return Config(dataPlaneGateway(ports, withNew), opts) }
 	}
 	nginx := startNginx(t, bin, render(false), resolver)
 
@@ -193,9 +193,9 @@ func TestDataPlaneForwardedFor(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			nginx := startNginx(t, bin, func(opts renderOptions) (string, error) {
+			nginx := startNginx(t, bin, func(opts Options) (string, error) {
 				opts.TrustedProxies = tc.trusted
-				return renderConfig(gw, opts)
+				return Config(gw, opts)
 			}, resolver)
 			var headers []string
 			for _, h := range tc.sent {
