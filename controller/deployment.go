@@ -124,7 +124,7 @@ var writableDirs = []struct{ name, path, size string }{
 
 const (
 	// smallDirSize bounds the directories of the rendered configuration
-	// (at most MaxConfigBytes, rewritten by an atomic rename, so twice
+	// (at most render.MaxConfigBytes, rewritten by an atomic rename, so twice
 	// that at a moment) and of the pid file and sockets, with room.
 	smallDirSize = "16Mi"
 	// tempDirSize bounds each of nginx's temp directories (one is used,

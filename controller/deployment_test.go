@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 )
 
 // TestWhatRollsThePods: the pod template's inputs digest, whose change
@@ -169,5 +170,5 @@ func TestWritableVolumesAreBounded(t *testing.T) {
 		"cache": tempDirSize, "tmp": tempDirSize}, limits)
 	temp, small := resource.MustParse(tempDirSize), resource.MustParse(smallDirSize)
 	assert.GreaterOrEqual(t, temp.Value(), int64(16*maxBufferedBody), "a temp directory holds 16 buffered bodies")
-	assert.Greater(t, small.Value(), int64(2*MaxConfigBytes), "the configuration, twice")
+	assert.Greater(t, small.Value(), int64(2*render.MaxConfigBytes), "the configuration, twice")
 }
