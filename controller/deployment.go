@@ -112,9 +112,9 @@ func strategy(gw *v1.APIGateway) v1.ConfigUpdateStrategy {
 // buffer (client_body_temp_path, while request buffering is on) and
 // responses larger than its proxy buffers (proxy_temp_path, up to
 // proxy_max_temp_file_size each). tempDirSize bounds those; the
-// renderer must keep any one request's share of it small (see
-// maxBufferedBody), or one upload of a route's maxBodySize (up to 9999g,
-// or unlimited) could fill it.
+// renderer keeps any one request's share of it to render.MaxBufferedBody
+// (a route whose maxBodySize allows more streams its bodies), so no one
+// upload or download fills it.
 var writableDirs = []struct{ name, path, size string }{
 	{"conf-d", confDir, smallDirSize},
 	{"cache", "/var/cache/nginx", tempDirSize},
@@ -128,17 +128,9 @@ const (
 	// that at a moment) and of the pid file and sockets, with room.
 	smallDirSize = "16Mi"
 	// tempDirSize bounds each of nginx's temp directories (one is used,
-	// which depends on the image): 16 requests buffering maxBufferedBody
+	// which depends on the image): 16 requests buffering render.MaxBufferedBody
 	// at once, a thousand of the default 1m body limit.
 	tempDirSize = "1Gi"
-	// maxBufferedBody is the most nginx should buffer to disk for one
-	// request or response (64m in nginx's notation): routes whose
-	// maxBodySize is larger, or 0, should stream the body to the backend
-	// (proxy_request_buffering off), and proxy_max_temp_file_size should
-	// be this. The renderer sets neither yet: until it does, tempDirSize
-	// bounds the harm of a large upload to this pod (evicted) instead of
-	// the node.
-	maxBufferedBody = 64 << 20
 )
 
 // podInputs are what a gateway asks of its pods. The pods roll when they

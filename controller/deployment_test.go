@@ -169,6 +169,6 @@ func TestWritableVolumesAreBounded(t *testing.T) {
 	assert.Equal(t, map[string]string{"reloader": reloaderSize, "conf-d": smallDirSize, "run": smallDirSize,
 		"cache": tempDirSize, "tmp": tempDirSize}, limits)
 	temp, small := resource.MustParse(tempDirSize), resource.MustParse(smallDirSize)
-	assert.GreaterOrEqual(t, temp.Value(), int64(16*maxBufferedBody), "a temp directory holds 16 buffered bodies")
+	assert.GreaterOrEqual(t, temp.Value(), int64(16*render.MaxBufferedBody), "a temp directory holds 16 buffered bodies")
 	assert.Greater(t, small.Value(), int64(2*render.MaxConfigBytes), "the configuration, twice")
 }

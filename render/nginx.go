@@ -442,7 +442,8 @@ server {
     }
 
     proxy_http_version 1.1;
-`, listen, serverName(host), ambiguousRequestPath)
+    proxy_max_temp_file_size %s;
+`, listen, serverName(host), ambiguousRequestPath, maxTempFile)
 	for _, h := range gatewayHeaders {
 		for line := range strings.Lines(h.comment) {
 			b.WriteString("    " + line)

@@ -79,7 +79,8 @@ var trafficSettings = []trafficSetting{
 			if r.MaxBodySize == "" {
 				return 0, 0
 			}
-			return lineBytes + len(r.MaxBodySize), 0
+			// client_max_body_size, and proxy_request_buffering off.
+			return 2*lineBytes + len(r.MaxBodySize), 0
 		},
 	},
 	{

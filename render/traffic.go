@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -168,6 +169,19 @@ func writeTimeouts(b *strings.Builder, t *v1.RouteTimeouts) {
 	}
 }
 
+// MaxBufferedBody is the most the gateway buffers to disk for one request
+// body or one response (64m in nginx's notation). nginx buffers a request
+// body whole before it passes it on, and a response larger than its proxy
+// buffers, in the pod's temp directories, whose emptyDirs the Deployment
+// sizes from this: a route that allows larger bodies, or any ("0"),
+// streams them to its backend instead (proxy_request_buffering off), and
+// proxy_max_temp_file_size caps a response's share, so no client can fill
+// the pod's disk and have it evicted.
+const MaxBufferedBody = 64 << 20
+
+// maxTempFile is MaxBufferedBody as nginx's proxy_max_temp_file_size.
+var maxTempFile = strconv.Itoa(MaxBufferedBody>>20) + "m"
+
 func writeBodySize(b *strings.Builder, size string, fld *field.Path) field.ErrorList {
 	if size == "" {
 		return nil
@@ -177,7 +191,35 @@ func writeBodySize(b *strings.Builder, size string, fld *field.Path) field.Error
 		return field.ErrorList{field.Invalid(fld, size, err.Error())}
 	}
 	fmt.Fprintf(b, "%sclient_max_body_size %s;\n", indent, quoted)
+	if n, ok := sizeBytes(size); ok && (n == 0 || n > MaxBufferedBody) {
+		fmt.Fprintf(b, "%sproxy_request_buffering off;\n", indent)
+	}
 	return nil
+}
+
+// sizeBytes reads nginx's size notation as maxBodySize's schema admits
+// it: a number with an optional k, m or g.
+func sizeBytes(size string) (int64, bool) {
+	if size == "" {
+		return 0, false
+	}
+	shift := 0
+	switch size[len(size)-1] {
+	case 'k':
+		shift = 10
+	case 'm':
+		shift = 20
+	case 'g':
+		shift = 30
+	}
+	if shift != 0 {
+		size = size[:len(size)-1]
+	}
+	n, err := strconv.ParseInt(size, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n << shift, true
 }
 
 // writeRateLimit gives the route a zone of its own, keyed by the client's

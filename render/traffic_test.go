@@ -97,6 +97,7 @@ func TestRenderTraffic(t *testing.T) {
 	assert.Contains(t, status, "proxy_read_timeout 1s;")
 	assert.NotContains(t, status, "proxy_connect_timeout")
 	assert.Contains(t, status, `client_max_body_size "0";`)
+	assert.Contains(t, status, "proxy_request_buffering off;", "an unlimited body is streamed, never buffered to the pod's disk")
 	assert.Regexp(t, `limit_req zone=route_[0-9a-f]{16} nodelay;`, status, "burst 0 is not written: nginx refuses it")
 	assert.NotContains(t, status, "proxy_set_header", "no request header changes: the server's lines are inherited")
 	assert.Contains(t, status, `set $backend "status.shop.svc.cluster.local:9000";`)
@@ -482,7 +483,12 @@ func FuzzRenderTrafficStrings(f *testing.F) {
 			}
 			return h
 		}
-		want, err := Config(fuzzGateway(harmless(name, "X-H"), harmless(value, "h"), harmless(rewrite, "/h"), harmless(size, "1k"), harmless(backend, "h")),
+		// A size past MaxBufferedBody adds proxy_request_buffering.
+		harmlessSize := "1k"
+		if n, ok := sizeBytes(size); ok && (n == 0 || n > MaxBufferedBody) {
+			harmlessSize = "0"
+		}
+		want, err := Config(fuzzGateway(harmless(name, "X-H"), harmless(value, "h"), harmless(rewrite, "/h"), harmless(size, harmlessSize), harmless(backend, "h")),
 			Options{Resolvers: []string{"127.0.0.1"}})
 		require.NoError(t, err, "a harmless gateway")
 		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
@@ -553,4 +559,33 @@ func directives(t *testing.T, config string) []string {
 	require.Zero(t, depth, "a block never ends")
 	require.Empty(t, args, "a directive never ends")
 	return out
+}
+
+// TestBodyBuffering: a route whose maxBodySize allows more than the gateway
+// buffers to disk (or any size) streams request bodies to its backend;
+// one within it keeps nginx's buffering, which spares the backend slow
+// uploads.
+func TestBodyBuffering(t *testing.T) {
+	tests := map[string]struct {
+		size   string
+		stream bool
+	}{
+		"unlimited":             {"0", true},
+		"the default":           {"1m", false},
+		"at the bound":          {"64m", false},
+		"just past the bound":   {"65m", true},
+		"in kilobytes, past it": {"9999k", false},
+		"in gigabytes":          {"1g", true},
+		"the largest admitted":  {"9999g", true},
+		"in bytes":              {"1", false},
+		"a thousand kilobytes":  {"1000k", false},
+		"65537 kilobytes":       {"9999m", true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			require.Empty(t, writeBodySize(&b, tc.size, field.NewPath("maxBodySize")))
+			assert.Equal(t, tc.stream, strings.Contains(b.String(), "proxy_request_buffering off;"), b.String())
+		})
+	}
 }
