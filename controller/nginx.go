@@ -225,7 +225,7 @@ func buildServers(gw *v1.APIGateway, opts renderOptions) (map[string]map[string]
 			continue
 		}
 		traffic = append(traffic, &t)
-		locs, err := locationsFor(r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
+		locs, err := locationsFor(r.Route, backendOf(r.BackendService.Name, int32(r.BackendService.Port)), &t)
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.index).Child("path"), r.Path, err.Error()))
 			continue

@@ -497,7 +497,7 @@ func TestRenderTrafficAtItsBounds(t *testing.T) {
 // so no string adds, ends or opens a directive or a block. Its seeds (all
 // that `go test` runs) are the issue's hostile strings in every field.
 func FuzzRenderTrafficStrings(f *testing.F) {
-	for _, s := range hostileStrings() {
+	for _, s := range validationtest.HostileStrings() {
 		f.Add(s, s, s, s, s)
 		f.Add("X-A", s, "/v2", "1m", "canary")
 		f.Add("X-A"+s, "v", "/v2"+s, "1m"+s, "canary"+s)

@@ -63,7 +63,7 @@ const host = "route-table.example.com"
 // route is a Prefix route on host.
 func route(path, svc string, port int32) v1.Route {
 	return v1.Route{Host: host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix,
-		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 // competitor is a gateway in ns that the schema admits without defaults.
