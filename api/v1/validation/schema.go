@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"example.com/apigateway-operator/manifests/crd"
@@ -44,6 +48,10 @@ type schemaRules struct {
 	headerSet, headerAdd, headerRemove                                               int
 
 	pathTypes, configUpdateStrategies, exposureTypes []string
+
+	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
+	// CEL rule refuses.
+	reservedHeaders map[string]bool
 }
 
 // rules is compiled once, on first use, as specLimits is: a rule then reads
@@ -100,6 +108,8 @@ func compileRules(crdYAML []byte) (*schemaRules, error) {
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
 		exposureTypes:          c.enum("exposure.type"),
+
+		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}
 	return r, c.err
 }
@@ -174,6 +184,43 @@ func (c *ruleCompiler) maxItems(path string) int {
 		return 0
 	}
 	return int(*s.MaxItems)
+}
+
+// celStrings reads the list of strings in the CEL rule of the node at path
+// whose message is message, such as the names a rule refuses with
+// "!(self.lowerAscii() in ['host', ...])": the rule is parsed, not
+// evaluated, so the Go check of a name stays a map lookup.
+func (c *ruleCompiler) celStrings(path, message string) map[string]bool {
+	s := c.node(path)
+	for _, rule := range s.XValidations {
+		if rule.Message != message {
+			continue
+		}
+		parsed, errs := parser.Parse(common.NewTextSource(rule.Rule))
+		if len(errs.GetErrors()) > 0 {
+			c.fail(path, "a CEL rule that does not parse: "+errs.ToDisplayString())
+			return nil
+		}
+		values := map[string]bool{}
+		ast.PreOrderVisit(parsed.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+			if e.Kind() != ast.ListKind {
+				return
+			}
+			for _, el := range e.AsList().Elements() {
+				if el.Kind() == ast.LiteralKind {
+					if v, ok := el.AsLiteral().(types.String); ok {
+						values[string(v)] = true
+					}
+				}
+			}
+		}))
+		if len(values) == 0 {
+			c.fail(path, "no list of strings in the rule "+rule.Rule)
+		}
+		return values
+	}
+	c.fail(path, fmt.Sprintf("no CEL rule with the message %q", message))
+	return nil
 }
 
 func (c *ruleCompiler) enum(path string) []string {

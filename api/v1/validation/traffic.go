@@ -19,14 +19,12 @@ import (
 // without '"', '\' and '$', the characters a quoted nginx string would
 // read as its end, an escape or a variable.
 
-// reservedHeaders are the headers a route may not change: those the
-// gateway sets itself (Host, the client's address), the body's framing,
-// and hop-by-hop headers, which belong to one connection.
-var reservedHeaders = map[string]bool{
-	"host": true, "x-forwarded-for": true, "x-real-ip": true, "content-length": true,
-	"connection": true, "keep-alive": true, "proxy-connection": true, "te": true,
-	"trailer": true, "transfer-encoding": true, "upgrade": true,
-}
+// reservedHeaderMessage is how HTTPHeaderName's CEL rule refuses the
+// headers a route may not change (those the gateway sets itself, the
+// body's framing, and hop-by-hop headers, which belong to one
+// connection); the names are read from that rule (rules().reservedHeaders),
+// and the Go rule refuses them with the same words.
+const reservedHeaderMessage = "is a header the gateway sets itself or a hop-by-hop header, which a route may not change"
 
 // validateTraffic checks r's traffic settings, each at its field under
 // the route (ValidateRoute puts the route's path in front).
@@ -206,8 +204,8 @@ func validateHeaderName(n string, fld *field.Path) field.ErrorList {
 		err = field.TooLong(fld, n, rule.maxLength)
 	case !rule.pattern.MatchString(n):
 		err = field.Invalid(fld, n, "must hold only letters, digits and '-', starting with a letter or digit, such as X-Team")
-	case reservedHeaders[strings.ToLower(n)]:
-		err = field.Invalid(fld, n, "is a header the gateway sets itself or a hop-by-hop header, which a route may not change")
+	case rules().reservedHeaders[strings.ToLower(n)]:
+		err = field.Invalid(fld, n, reservedHeaderMessage)
 	default:
 		return nil
 	}
