@@ -86,7 +86,7 @@ func routeToV1alpha1(in *v1.Route) v1alpha1.Route {
 		Host:        in.Host,
 		Prefix:      in.Path,
 		ServiceName: in.BackendService.Name,
-		ServicePort: int32(in.BackendService.Port),
+		ServicePort: in.BackendService.Port,
 	}
 }
 
@@ -95,7 +95,7 @@ func routeToV1(in *v1alpha1.Route) v1.Route {
 	out.Host = in.Host
 	out.Path = in.Prefix
 	out.PathType = v1.PathTypePrefix
-	out.BackendService = v1.BackendService{Name: in.ServiceName, Port: v1.PortNumber(in.ServicePort)}
+	out.BackendService = v1.BackendService{Name: in.ServiceName, Port: in.ServicePort}
 	return out
 }
 

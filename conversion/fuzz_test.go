@@ -195,7 +195,7 @@ func TestFuzzV1alpha1EditsKeepV1Data(t *testing.T) {
 		for i := range spoke.Spec.Routes {
 			f.Fill(&spoke.Spec.Routes[i].ServiceName)
 			f.Fill(&spoke.Spec.Routes[i].ServicePort)
-			want.Spec.Routes[i].BackendService = v1.BackendService{Name: spoke.Spec.Routes[i].ServiceName, Port: v1.PortNumber(spoke.Spec.Routes[i].ServicePort)}
+			want.Spec.Routes[i].BackendService = v1.BackendService{Name: spoke.Spec.Routes[i].ServiceName, Port: spoke.Spec.Routes[i].ServicePort}
 		}
 		f.Fill(&spoke.Status)
 		want.Status = *spoke.Status.DeepCopy()
