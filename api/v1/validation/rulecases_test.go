@@ -9,27 +9,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	apiservercel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation/validationtest"
-	"example.com/apigateway-operator/manifests/crd"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -103,7 +94,7 @@ func apiServer(t *testing.T) *testenv.Env {
 }
 
 // ruleCases are the table: every kind of name, host, path, pathType,
-// backend and traffic setting (trafficParityCases) the rules tell apart,
+// backend and traffic setting (trafficCases) the rules tell apart,
 // on both sides of each limit.
 func ruleCases() map[string]ruleCase {
 	ok := v1.Route{Host: "api.example.com", Path: "/users/", PathType: v1.PathTypePrefix,
@@ -143,7 +134,7 @@ func ruleCases() map[string]ruleCase {
 	for value, valid := range map[int32]bool{1: true, 80: true, 65535: true, 0: false, -1: false, 65536: false} {
 		add("backend port", fmt.Sprint(value), valid, func(tc *ruleCase) { tc.route.BackendService.Port = v1.PortNumber(value) })
 	}
-	trafficParityCases(add)
+	trafficCases(add)
 	return cases
 }
 
@@ -209,10 +200,10 @@ func truncate(s string) string {
 // changes the valid route.
 type addCase func(kind, value string, valid bool, set func(*ruleCase))
 
-// trafficParityCases are the route's traffic settings: every field, on
+// trafficCases are the route's traffic settings: every field, on
 // both sides of each bound, and the hostile strings in each string field.
-func trafficParityCases(add addCase) {
-	backendParityCases(add)
+func trafficCases(add addCase) {
+	backendCases(add)
 	for value, valid := range map[int32]bool{1: true, 75: true, 0: false, -1: false, 76: false} {
 		add("connectSeconds", fmt.Sprint(value), valid, func(tc *ruleCase) {
 			tc.route.Timeouts = &v1.RouteTimeouts{ConnectSeconds: ptr.To(value)}
@@ -246,11 +237,11 @@ func trafficParityCases(add addCase) {
 			tc.route.RateLimit = &v1.RateLimit{RequestsPerSecond: value[0], Burst: value[1]}
 		})
 	}
-	rewriteParityCases(add)
-	headerParityCases(add)
+	rewriteCases(add)
+	headerCases(add)
 }
 
-func backendParityCases(add addCase) {
+func backendCases(add addCase) {
 	backends := func(weights ...int32) []v1.WeightedBackend {
 		out := make([]v1.WeightedBackend, len(weights))
 		for i, w := range weights {
@@ -262,7 +253,7 @@ func backendParityCases(add addCase) {
 		"0": true, "100": true, "20": true, "101": false, "-1": false, "60 40": true, "60 41": false, "60 50": false,
 		"0 0": true, "100 0": true, "100 1": false, "101 -1": false, "-1 101": false, "10 10 10 10 10 10 10": true,
 		"10 10 10 10 10 10 10 10": false, "0 0 0 0 0 0 0 0": false, "20 20 20 20 20 20 20": false,
-		// Past 7, only valid entries (see headerListParityCases).
+		// Past 7, only valid entries (see headerListCases).
 		"20 20 20 20 20 20 20 20": false,
 	} {
 		var weights []int32
@@ -312,7 +303,7 @@ func backendParityCases(add addCase) {
 	}
 }
 
-func rewriteParityCases(add addCase) {
+func rewriteCases(add addCase) {
 	prefixes := map[string]bool{
 		"/": true, "/v2": true, "/v2/": true, "/a-b._~!&()*+,=:@/": true, "/" + strings.Repeat("a", 1023): true,
 		"/" + strings.Repeat("a", 1024): false, "v2": false, "/a%2Fb": false, "/100%25": false, "/%41": false,
@@ -359,7 +350,7 @@ func headerNames(ns ...string) []v1.HTTPHeaderName {
 	return out
 }
 
-func headerParityCases(add addCase) {
+func headerCases(add addCase) {
 	headerNames := map[string]bool{
 		"X-Team": true, "x": true, "1x": true, "Hosts": true, "X-Host": true, "Content-Type": true,
 		strings.Repeat("x", 64): true, strings.Repeat("x", 65): false, "": false, "-x": false, "X_Team": false,
@@ -398,16 +389,16 @@ func headerParityCases(add addCase) {
 			add(slot+" value", value, valid, func(tc *ruleCase) { set(&tc.route, "X-Team", value) })
 		}
 	}
-	headerListParityCases(add)
+	headerListCases(add)
 }
 
-// headerListParityCases: each header named once per modifier, across its
+// headerListCases: each header named once per modifier, across its
 // three lists, without case; at most 16 per list. A list past its bound
 // is refused at the list by every layer; the table holds no bad entry past
 // it, because there the layers part on what else they report, not on the
 // verdict: the API server still checks an entry's schema but skips its
 // CEL rules (their cost was bounded by maxItems), and Go checks neither.
-func headerListParityCases(add addCase) {
+func headerListCases(add addCase) {
 	many := func(n int) []string {
 		var out []string
 		for i := range n {
@@ -535,117 +526,4 @@ func fields(errs field.ErrorList) []string {
 func distinct(fields []string) []string {
 	slices.Sort(fields)
 	return slices.Compact(fields)
-}
-
-// TestPathParityOverUnicode holds the CRD's rules on a path to package
-// validation's for every Unicode code point, percent-encoded as UTF-8:
-// the schema lists as encoded bytes the control and whitespace characters
-// the package finds with unicode.IsControl and unicode.IsSpace, and only
-// checking every code point shows the list complete. The path's rules run
-// in the API server's own CEL validator, in process (the table above sends
-// its cases through a real API server; a million of them would take
-// minutes). Code points go in chunks as long as a path may be, and a chunk
-// a layer refuses is split until each refusal is pinned to one code point.
-func TestPathParityOverUnicode(t *testing.T) {
-	schema := crdPathSchema(t)
-	celRefuses := func(path string) bool {
-		errs, _ := schema.validator.Validate(t.Context(), field.NewPath("path"), schema.structural, path, nil, celconfig.RuntimeCELCostBudget)
-		return len(errs) > 0
-	}
-	pkgRefuses := func(path string) bool {
-		r := v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "s", Port: 80}}
-		return len(ValidateRoute(&r, field.NewPath("spec", "routes"), 0)) > 0
-	}
-	refused := 0
-	var check func(lo, hi rune)
-	check = func(lo, hi rune) {
-		path := encodedPath(lo, hi)
-		cel, pkg := celRefuses(path), pkgRefuses(path)
-		switch {
-		case !cel && !pkg:
-			return
-		case hi-lo == 1:
-			require.Equal(t, pkg, cel, "U+%04X (%s): the package refuses it: %v; the schema: %v", lo, path, pkg, cel)
-			refused++
-			return
-		}
-		mid := lo + (hi-lo)/2
-		check(lo, mid)
-		check(mid, hi)
-	}
-	const chunk = 80 // 80 four-byte code points, 12 characters each, fit in 1024
-	for lo := rune(utf8.RuneSelf); lo <= unicode.MaxRune; lo += chunk {
-		hi := min(lo+chunk, unicode.MaxRune+1)
-		if lo < 0xE000 && hi > 0xD800 {
-			// Surrogates have no UTF-8 form; their ranges go alone.
-			check(lo, max(lo, 0xD800))
-			check(min(hi, 0xE000), hi)
-			continue
-		}
-		check(lo, hi)
-	}
-	// The C1 controls and the 19 non-ASCII White_Space characters.
-	assert.Equal(t, 32+19-1, refused, "U+0085 is both")
-}
-
-// encodedPath is "/" and the code points lo to hi-1, surrogates left out,
-// each percent-encoded as UTF-8.
-func encodedPath(lo, hi rune) string {
-	var b strings.Builder
-	b.WriteByte('/')
-	for r := lo; r < hi; r++ {
-		if 0xD800 <= r && r < 0xE000 {
-			continue
-		}
-		for _, c := range []byte(string(r)) {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// pathSchema is the v1 CRD's schema of a route's path, with its CEL rules
-// compiled as the API server compiles them.
-type pathSchema struct {
-	structural *structuralschema.Structural
-	validator  *apiservercel.Validator
-}
-
-func crdPathSchema(t *testing.T) pathSchema {
-	t.Helper()
-	props := crdSchema(t, "v1").Properties["spec"].Properties["routes"].Items.Schema.Properties["path"]
-	var internal apiextensions.JSONSchemaProps
-	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&props, &internal, nil))
-	s, err := structuralschema.NewStructural(&internal)
-	require.NoError(t, err)
-	v := apiservercel.NewValidator(s, false, celconfig.PerCallLimit)
-	require.NotNil(t, v, "the path schema has no CEL rules")
-	return pathSchema{structural: s, validator: v}
-}
-
-// TestV1alpha1SchemaRepeatsV1Rules: a write through v1alpha1 meets the
-// v1alpha1 schema only, before conversion, so while the webhook is down
-// its rules on names, hosts, prefixes and Service names are all that
-// guards the proxy configuration. They must be the v1 rules the table
-// above holds to the package, word for word.
-func TestV1alpha1SchemaRepeatsV1Rules(t *testing.T) {
-	v1Schema, v1alpha1Schema := crdSchema(t, "v1"), crdSchema(t, "v1alpha1")
-	route := func(s *apiextensionsv1.JSONSchemaProps) map[string]apiextensionsv1.JSONSchemaProps {
-		return s.Properties["spec"].Properties["routes"].Items.Schema.Properties
-	}
-	v1Route, v1alpha1Route := route(v1Schema), route(v1alpha1Schema)
-	assert.Equal(t, v1Schema.XValidations, v1alpha1Schema.XValidations, "the name rule")
-	assert.Equal(t, v1Route["host"].XValidations, v1alpha1Route["host"].XValidations, "host")
-	assert.Equal(t, v1Route["path"].XValidations, v1alpha1Route["prefix"].XValidations, "path and prefix")
-	assert.Equal(t, v1Route["backendService"].Properties["name"].XValidations, v1alpha1Route["serviceName"].XValidations, "Service name")
-}
-
-// crdSchema is the schema of version of the CRD the binaries embed.
-func crdSchema(t *testing.T, version string) *apiextensionsv1.JSONSchemaProps {
-	t.Helper()
-	def := &apiextensionsv1.CustomResourceDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(crd.APIGateways, def))
-	i := slices.IndexFunc(def.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == version })
-	require.GreaterOrEqual(t, i, 0, "no version %s", version)
-	return def.Spec.Versions[i].Schema.OpenAPIV3Schema
 }
