@@ -86,8 +86,14 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, webhook and RBAC YAML, and the
 	$(CONTROLLER_GEN) rbac:roleName=apigateway-operator 'paths={./cmd/...,./certs/...,./controller/...,./webhooks/...}' output:rbac:dir=manifests/rbac
 
 .PHONY: docs
-docs: $(CRD_REF_DOCS) ## Generate the API reference (docs/api.md) from the Go types.
+docs: $(CRD_REF_DOCS) diagram ## Generate the API reference (docs/api.md) from the Go types, and the package diagram.
 	$(CRD_REF_DOCS) --config hack/crd-ref-docs/config.yaml --source-path ./api --renderer markdown --output-path docs/api.md >/dev/null
+
+# The diagram is written between markers in a hand-written page, so only
+# that section is generated; verify (which runs `make docs`) diffs docs/.
+.PHONY: diagram
+diagram: ## Generate the package diagram of docs/architecture.md from `go list` (part of make docs).
+	go run ./hack/pkgdiagram -doc docs/architecture.md
 
 # The chart is generated from the overlays' kustomize output (the kubectl of
 # the local control plane renders them), so it cannot drift from them.
@@ -96,7 +102,7 @@ chart: k8s ## Generate the Helm chart charts/apigateway-operator from manifests/
 	go run ./charts/gen -kubectl $(K8S_ASSETS)/kubectl
 
 .PHONY: verify
-verify: ## Fail when generated files are stale or gofmt/go vet complain.
+verify: ## Fail when generated files are stale, gofmt/go vet complain, or a doc names code, a file or a heading that does not exist.
 	hack/verify.sh "$(MAKE)"
 
 .PHONY: lint

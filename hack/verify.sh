@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a generated file is stale or gofmt / go vet complain.
+# Fails when a generated file is stale, gofmt / go vet complain, or a
+# hand-written doc names Go code, a file or a heading that does not exist.
 # Regenerates into the work tree and compares with a copy taken first, so it
 # works on uncommitted changes as well as in a fresh clone; a stale file is
 # left regenerated, ready to commit. The chart is rendered from manifests/ by
@@ -32,4 +33,8 @@ if [[ -n $unformatted ]]; then
 fi
 
 go vet ./... || status=1
+
+# Hand-written docs only: docs/api.md is generated from the Go types.
+mapfile -t docs < <(git ls-files --cached --others --exclude-standard '*.md' | grep -vx 'docs/api.md')
+go run ./hack/docnames "${docs[@]}" || status=1
 exit $status

@@ -380,7 +380,7 @@ func ships(objs []*unstructured.Unstructured, kind, namespace, name string) bool
 
 // TestNetworkPolicy holds the manager's NetworkPolicy to the Deployment it
 // guards: it selects the operator's pods, admits ingress only to the
-// webhook port (rule 0, from anywhere until patched: the README's patch
+// webhook port (rule 0, from anywhere until patched: docs/security.md's patch
 // point) and to the metrics port from the monitoring namespace, and the
 // named ports exist on the container.
 func TestNetworkPolicy(t *testing.T) {
@@ -415,7 +415,7 @@ func TestNetworkPolicy(t *testing.T) {
 	assert.Equal(t, int32(8443), ports["metrics"], "the metrics port the policy names (--metrics-bind-address's default)")
 }
 
-// webhookSourcePatch is the patch the README's Security section documents
+// webhookSourcePatch is the patch docs/security.md documents
 // for restricting the webhook port to the control plane's addresses.
 const webhookSourcePatch = `- op: add
   path: /spec/ingress/0/from
@@ -424,12 +424,12 @@ const webhookSourcePatch = `- op: add
         cidr: 10.0.0.0/24`
 
 // TestNetworkPolicyPatchPointServerDryRun applies the default overlay with
-// the README's patch on top through a server-side dry run: rule 0 then
+// the patch of docs/security.md on top through a server-side dry run: rule 0 then
 // admits the webhook port from that block only.
 func TestNetworkPolicyPatchPointServerDryRun(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(env.Root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(env.Root, "docs", "security.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), "path: /spec/ingress/0/from", "the README documents the patch point")
+	assert.Contains(t, string(doc), "path: /spec/ingress/0/from", "docs/security.md documents the patch point")
 
 	applyOperatorNamespace(t)
 	dir := t.TempDir()

@@ -106,31 +106,32 @@ func TestVersionString(t *testing.T) {
 	}
 }
 
-// undocumentedFlags are --help flags the README's table need not list:
+// undocumentedFlags are --help flags the flags table need not list:
 // zap's logging flags (documented by controller-runtime) and the
 // --kubeconfig controller-runtime registers.
 func undocumentedFlag(name string) bool {
 	return strings.HasPrefix(name, "zap-") || name == "kubeconfig"
 }
 
-// TestHelpMatchesREADME keeps the README's flags table and --help in step:
+// TestHelpMatchesFlagsTable keeps the flags table of docs/platform.md (the
+// platform team's page) and --help in step:
 // every flag the table names exists, and every flag of --help is in the
 // table. On failure it prints the rows to add.
-func TestHelpMatchesREADME(t *testing.T) {
+func TestHelpMatchesFlagsTable(t *testing.T) {
 	cmd := exec.Command(operatorBinary(t), "--help")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "--help exits 0: %s", out)
 	help := parseHelp(string(out))
 	require.NotEmpty(t, help)
 
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", flagsDoc))
 	require.NoError(t, err)
-	documented := readmeFlags(string(readme))
-	require.NotEmpty(t, documented, `README.md has a "## Flags" table naming flags as `+"`--flag`")
+	documented := docFlags(string(page))
+	require.NotEmpty(t, documented, flagsDoc+` has a "## Flags" table naming flags as `+"`--flag`")
 
 	for _, name := range documented {
 		_, ok := help[name]
-		assert.True(t, ok, "README.md documents --%s, which --help does not list", name)
+		assert.True(t, ok, "%s documents --%s, which --help does not list", flagsDoc, name)
 	}
 	var missing []string
 	for name, f := range help {
@@ -140,7 +141,7 @@ func TestHelpMatchesREADME(t *testing.T) {
 	}
 	slices.Sort(missing)
 	if len(missing) > 0 {
-		t.Errorf("flags of --help missing from README.md's flags table; add these rows:\n%s", strings.Join(missing, "\n"))
+		t.Errorf("flags of --help missing from %s's flags table; add these rows:\n%s", flagsDoc, strings.Join(missing, "\n"))
 	}
 }
 
@@ -149,7 +150,7 @@ type helpFlag struct {
 	name, usage, def string
 }
 
-// row is the flag as a README table row.
+// row is the flag as a row of the flags table.
 func (f helpFlag) row() string {
 	def := f.def
 	if def != "" {
@@ -193,12 +194,16 @@ func parseHelp(out string) map[string]helpFlag {
 	return flags
 }
 
-var readmeFlag = regexp.MustCompile("`--([a-z0-9][a-z0-9-]*)`")
+// flagsDoc is the page, relative to the repository's root, whose "## Flags"
+// table documents every flag.
+const flagsDoc = "docs/platform.md"
 
-// readmeFlags returns the flag names in backticks in the table rows of the
-// README's "## Flags" section.
-func readmeFlags(readme string) []string {
-	_, section, ok := strings.Cut(readme, "\n## Flags\n")
+var docFlag = regexp.MustCompile("`--([a-z0-9][a-z0-9-]*)`")
+
+// docFlags returns the flag names in backticks in the table rows of a
+// page's "## Flags" section.
+func docFlags(page string) []string {
+	_, section, ok := strings.Cut(page, "\n## Flags\n")
 	if !ok {
 		return nil
 	}
@@ -210,7 +215,7 @@ func readmeFlags(readme string) []string {
 		if !strings.HasPrefix(strings.TrimSpace(line), "|") {
 			continue
 		}
-		for _, m := range readmeFlag.FindAllStringSubmatch(line, -1) {
+		for _, m := range docFlag.FindAllStringSubmatch(line, -1) {
 			if !slices.Contains(names, m[1]) {
 				names = append(names, m[1])
 			}
@@ -219,10 +224,10 @@ func readmeFlags(readme string) []string {
 	return names
 }
 
-func TestReadmeFlags(t *testing.T) {
-	readme := "# x\n\n## Flags\n\ntext `--not-in-table`\n\n| flag | default |\n|---|---|\n| `--a-b` | 1 | see `--c` |\n| `--cert-*` | | |\n\n## Next\n| `--later` |\n"
-	assert.Equal(t, []string{"a-b", "c"}, readmeFlags(readme))
-	assert.Nil(t, readmeFlags("# no flags section\n"))
+func TestDocFlags(t *testing.T) {
+	page := "# x\n\n## Flags\n\ntext `--not-in-table`\n\n| flag | default |\n|---|---|\n| `--a-b` | 1 | see `--c` |\n| `--cert-*` | | |\n\n## Next\n| `--later` |\n"
+	assert.Equal(t, []string{"a-b", "c"}, docFlags(page))
+	assert.Nil(t, docFlags("# no flags section\n"))
 }
 
 func TestParseHelp(t *testing.T) {
