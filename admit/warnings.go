@@ -22,7 +22,7 @@ func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
 	for i, r := range routes {
 		b := r.BackendService
 		have, exists := ports[string(b.Name)]
-		if !exists || slices.Contains(have, b.Port) || warned[b] {
+		if !exists || slices.Contains(have, int32(b.Port)) || warned[b] {
 			continue
 		}
 		warned[b] = true

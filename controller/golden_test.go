@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation/validationtest"
 	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/render/rendertest"
 )
@@ -46,8 +47,8 @@ func goldenYAML(t *testing.T, name string, obj any) {
 var (
 	route          = rendertest.Route
 	gateway        = rendertest.Gateway
-	hostileStrings = rendertest.HostileStrings
-	maximalHost    = rendertest.MaximalHost
+	hostileStrings = validationtest.HostileStrings
+	maximalHost    = validationtest.MaximalHost
 )
 
 // testGateways are the gateways the builders' golden files show.

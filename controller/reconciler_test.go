@@ -273,7 +273,7 @@ func TestFailuresNameTheChild(t *testing.T) {
 		}, waitFor, tick)
 	})
 	// A route the renderer refuses never gets this far: the schema refuses
-	// it too (TestValidationParity). TestTransientFailureRetriedBesideInvalidRoutes
+	// it too (validation's TestRuleCases). TestTransientFailureRetriedBesideInvalidRoutes
 	// reconciles one, as an object stored under an older schema would be.
 }
 

@@ -18,11 +18,11 @@ import (
 
 // hubRoute and alphaRoute keep the tables short.
 func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pathType, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pathType, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 func alphaRoute(host, prefix, svc string, port int32) v1alpha1.Route {
-	return v1alpha1.Route{Host: v1.Hostname(host), Prefix: v1.HTTPPath(prefix), ServiceName: v1.ServiceName(svc), ServicePort: port}
+	return v1alpha1.Route{Host: v1.Hostname(host), Prefix: v1.HTTPPath(prefix), ServiceName: v1.ServiceName(svc), ServicePort: v1.PortNumber(port)}
 }
 
 func hubGateway(annotations map[string]string, spec v1.APIGatewaySpec) *v1.APIGateway {

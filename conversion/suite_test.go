@@ -83,7 +83,7 @@ func newNamespace(t *testing.T) string {
 }
 
 func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pathType, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pathType, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 // richGateway has every kind of v1-only data.

@@ -243,9 +243,9 @@ func markLost(claims *v1.Claims, losses []ownership.Loss) bool {
 func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	r := &gw.Spec.Routes[j]
 	rest := int32(100)
-	backends := []WeightedBackend{{Name: string(r.BackendService.Name), Port: r.BackendService.Port}}
+	backends := []WeightedBackend{{Name: string(r.BackendService.Name), Port: int32(r.BackendService.Port)}}
 	for _, b := range r.AdditionalBackends {
-		backends = append(backends, WeightedBackend{Name: string(b.Name), Port: b.Port, Weight: b.Weight})
+		backends = append(backends, WeightedBackend{Name: string(b.Name), Port: int32(b.Port), Weight: b.Weight})
 		rest -= b.Weight
 	}
 	backends[0].Weight = max(rest, 0)

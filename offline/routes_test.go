@@ -18,7 +18,7 @@ import (
 
 func rt(host, path string, pt v1.PathType, svc string, port int32) v1.Route {
 	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt,
-		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+		BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 func agw(ns, name string, routes ...v1.Route) v1.APIGateway {

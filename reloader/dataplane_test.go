@@ -85,7 +85,7 @@ func startBackends(t *testing.T) *backends {
 // gatewayWith is the test gateway with extra Prefix routes to "fresh".
 func (b *backends) gatewayWith(extra ...string) *v1.APIGateway {
 	r := func(path, svc string, port int32) v1.Route {
-		return v1.Route{Host: host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+		return v1.Route{Host: host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 	}
 	gw := &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "dp", Namespace: "team"},

@@ -152,7 +152,7 @@ func randomTraffic(r *rand.Rand, rt *v1.Route) {
 		for range r.Intn(8) {
 			w := r.Int31n(left + 1)
 			left -= w
-			rt.AdditionalBackends = append(rt.AdditionalBackends, v1.WeightedBackend{Name: v1.ServiceName(label(r, 1+r.Intn(63))), Port: int32(1 + r.Intn(65535)), Weight: w})
+			rt.AdditionalBackends = append(rt.AdditionalBackends, v1.WeightedBackend{Name: v1.ServiceName(label(r, 1+r.Intn(63))), Port: v1.PortNumber(1 + r.Intn(65535)), Weight: w})
 		}
 	}
 	if r.Intn(2) == 0 {

@@ -138,11 +138,11 @@ func TestDataPlaneTrafficSplit(t *testing.T) {
 	nginx := startTrafficGateway(t, func(ports map[string]int32) []v1.Route {
 		canary := route("api.example.com", "/", v1.PathTypePrefix, "primary", ports["primary"])
 		canary.AdditionalBackends = []v1.WeightedBackend{
-			{Name: "canary", Port: ports["canary"], Weight: 20},
-			{Name: "drained", Port: ports["drained"], Weight: 0},
+			{Name: "canary", Port: v1.PortNumber(ports["canary"]), Weight: 20},
+			{Name: "drained", Port: v1.PortNumber(ports["drained"]), Weight: 0},
 		}
 		blueGreen := route("bg.example.com", "/", v1.PathTypePrefix, "primary", ports["primary"])
-		blueGreen.AdditionalBackends = []v1.WeightedBackend{{Name: "blue", Port: ports["blue"], Weight: 50}, {Name: "green", Port: ports["green"], Weight: 50}}
+		blueGreen.AdditionalBackends = []v1.WeightedBackend{{Name: "blue", Port: v1.PortNumber(ports["blue"]), Weight: 50}, {Name: "green", Port: v1.PortNumber(ports["green"]), Weight: 50}}
 		return []v1.Route{canary, blueGreen}
 	}, nil, "primary", "canary", "drained", "blue", "green")
 

@@ -1,6 +1,9 @@
 package render
 
-import "example.com/apigateway-operator/render/rendertest"
+import (
+	"example.com/apigateway-operator/api/v1/validation/validationtest"
+	"example.com/apigateway-operator/render/rendertest"
+)
 
 // The shared fixtures (package rendertest), under the names these tests use.
 var (
@@ -11,6 +14,6 @@ var (
 	routeSets           = rendertest.RouteSets
 	benchGateway        = rendertest.Bench
 	benchTrafficGateway = rendertest.BenchTraffic
-	hostileStrings      = rendertest.HostileStrings
-	maximalHost         = rendertest.MaximalHost
+	hostileStrings      = validationtest.HostileStrings
+	maximalHost         = validationtest.MaximalHost
 )

@@ -237,7 +237,7 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, error)
 			continue
 		}
 		traffic = append(traffic, &t)
-		locs, err := locationsFor(*r.Route, backendOf(r.BackendService.Name, r.BackendService.Port), &t)
+		locs, err := locationsFor(*r.Route, backendOf(r.BackendService.Name, int32(r.BackendService.Port)), &t)
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue

@@ -134,7 +134,7 @@ func writeSplit(b *strings.Builder, r *v1.Route, backend func(v1.ServiceName, in
 	total := int32(0)
 	for _, a := range r.AdditionalBackends {
 		if a.Weight > 0 {
-			shares = append(shares, share{backend(a.Name, a.Port), a.Weight})
+			shares = append(shares, share{backend(a.Name, int32(a.Port)), a.Weight})
 			total += a.Weight
 		}
 	}
@@ -142,7 +142,7 @@ func writeSplit(b *strings.Builder, r *v1.Route, backend func(v1.ServiceName, in
 		return ""
 	}
 	if total < 100 {
-		shares = append(shares, share{backend(r.BackendService.Name, r.BackendService.Port), 100 - total})
+		shares = append(shares, share{backend(r.BackendService.Name, int32(r.BackendService.Port)), 100 - total})
 	}
 	name := "backend_" + id
 	fmt.Fprintf(b, "split_clients \"$request_id\" $%s {\n", name)

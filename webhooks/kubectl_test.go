@@ -88,8 +88,8 @@ func testDryRun(t *testing.T) {
 }
 
 // The cases pass the CRD schema, which runs before the validating webhook
-// and already rejects every malformed name, host and path (controller's
-// TestValidationParity holds it to package validation): these are the
+// and already rejects every malformed name, host and path (validation's
+// TestRuleCases holds it to package validation): these are the
 // rules only the webhook can check.
 func testInvalid(t *testing.T) {
 	createNamespace(t, "invalid", "")

@@ -57,8 +57,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if errs := validation.ValidateImage(opts.DefaultImage, nil); len(errs) > 0 {
 		return fmt.Errorf("default gateway image %q: %w", opts.DefaultImage, errs.ToAggregate())
 	}
-	if opts.DefaultReplicas < 0 || opts.DefaultReplicas > validation.MaxReplicas {
-		return fmt.Errorf("default replicas %d: must be from 0 to %d", opts.DefaultReplicas, validation.MaxReplicas)
+	if opts.DefaultReplicas < 0 || opts.DefaultReplicas > validation.MaxReplicas() {
+		return fmt.Errorf("default replicas %d: must be from 0 to %d", opts.DefaultReplicas, validation.MaxReplicas())
 	}
 
 	ctx := context.Background()

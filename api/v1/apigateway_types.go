@@ -308,10 +308,8 @@ type BackendService struct {
 	Name ServiceName `json:"name"`
 
 	// port is the Service port the requests go to, from 1 to 65535.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
 	// +required
-	Port int32 `json:"port"`
+	Port PortNumber `json:"port"`
 }
 
 // GatewayTLS serves a group of hosts over HTTPS with one certificate.

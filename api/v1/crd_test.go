@@ -392,7 +392,7 @@ func TestServerSideApplyMergesRoutesByKey(t *testing.T) {
 	require.NoError(t, ssa("team-a", "routes:\n- {host: api.example.com, backendService: {name: a, port: 81}}\n").Err)
 	gw := get()
 	assert.Equal(t, []string{"api.example.com/ Prefix a", "api.example.com/b/ Prefix b"}, paths(gw))
-	assert.Equal(t, int32(81), gw.Spec.Routes[0].BackendService.Port)
+	assert.Equal(t, v1.PortNumber(81), gw.Spec.Routes[0].BackendService.Port)
 
 	// A route another manager owns is a conflict, as for any field.
 	res := ssa("team-a", routes(route("api.example.com", "/", "Prefix", "a", 81), route("api.example.com", "/b/", "Prefix", "stolen", 80)))

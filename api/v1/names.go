@@ -40,3 +40,11 @@ type HTTPPath string
 // +kubebuilder:validation:MaxLength=63
 // +kubebuilder:validation:XValidation:rule="!format.dns1035Label().validate(self).hasValue()",message="must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"
 type ServiceName string
+
+// A named type states its bounds once for every field of it, as Gateway
+// API's PortNumber does; package validation reads them from the CRD.
+
+// PortNumber is a TCP port number, from 1 to 65535.
+// +kubebuilder:validation:Minimum=1
+// +kubebuilder:validation:Maximum=65535
+type PortNumber int32

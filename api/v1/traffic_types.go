@@ -13,10 +13,8 @@ type WeightedBackend struct {
 	Name ServiceName `json:"name"`
 
 	// port is the Service port the requests go to, from 1 to 65535.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
 	// +required
-	Port int32 `json:"port"`
+	Port PortNumber `json:"port"`
 
 	// weight is the percentage of the route's requests this Service
 	// receives, from 0 (none: a drained backend) to 100, picked per

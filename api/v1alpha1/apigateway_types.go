@@ -60,10 +60,8 @@ type Route struct {
 	ServiceName v1.ServiceName `json:"serviceName"`
 
 	// servicePort is the backend Service port, from 1 to 65535.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
 	// +required
-	ServicePort int32 `json:"servicePort"`
+	ServicePort v1.PortNumber `json:"servicePort"`
 }
 
 // APIGatewayStatus is the observed state of an APIGateway: v1's, field for

@@ -83,8 +83,8 @@ func (o *validateOptions) validate(ctx context.Context, stdin io.Reader) (offlin
 		KeepStatus:           o.routeTable,
 	}
 	// The operator's own --default-replicas range.
-	if o.defaultReplicas < 0 || o.defaultReplicas > int(validation.MaxReplicas) {
-		return offline.Report{}, fmt.Errorf("--default-replicas: want 0 to %d, got %d", validation.MaxReplicas, o.defaultReplicas)
+	if o.defaultReplicas < 0 || o.defaultReplicas > int(validation.MaxReplicas()) {
+		return offline.Report{}, fmt.Errorf("--default-replicas: want 0 to %d, got %d", validation.MaxReplicas(), o.defaultReplicas)
 	}
 	for _, ni := range o.namespaceImages {
 		ns, image, ok := strings.Cut(ni, "=")

@@ -109,7 +109,7 @@ var b8UID types.UID
 // b8Gateway is the gateway of change k: two fixed routes, and /r<k>/.
 func b8Gateway(k int, echo, stream int32) *v1.APIGateway {
 	r := func(path, svc string, port int32) v1.Route {
-		return v1.Route{Host: b8Host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+		return v1.Route{Host: b8Host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 	}
 	return &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b8Namespace, Name: "b8", UID: b8UID},

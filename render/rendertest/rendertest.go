@@ -7,7 +7,6 @@ package rendertest
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,7 +17,7 @@ import (
 
 // Route is a compact Route literal.
 func Route(host, path string, pt v1.PathType, svc string, port int32) v1.Route {
-	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+	return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 // Gateway is a gateway of namespace shop with routes.
@@ -128,30 +127,4 @@ func BenchTraffic() *v1.APIGateway {
 		routes[i] = EverySetting(Route(fmt.Sprintf("api%d.example.com", i%10), fmt.Sprintf("/svc%d/", i), v1.PathTypePrefix, fmt.Sprintf("svc-%d", i), 8080))
 	}
 	return Gateway("bench-traffic", routes...)
-}
-
-// HostileStrings are the strings the issue names for every tenant string
-// that reaches nginx.conf, each after a harmless "a": what ends a quoted
-// argument, a directive or a block, starts a variable, escapes, a control
-// character, a non-ASCII one, and more than nginx reads in one argument.
-// (Strings that are not UTF-8 cannot reach the API server: JSON carries
-// text.)
-func HostileStrings() map[string]string {
-	return map[string]string{
-		"quote": `a"b`, "single quote": "a'b", "semicolon": "a;b", "open brace": "a{b", "close brace": "a}b",
-		"variable": "a$b", "envsubst": "a${HOME}", "backslash": `a\b`, "newline": "a\nb", "CR": "a\rb",
-		"tab": "a\tb", "NUL": "a\x00b", "DEL": "a\x7fb", "non-ASCII": "caf\u00e9", "space": "a b",
-		"hash": "a#b", "8 KiB": strings.Repeat("a", 8<<10),
-	}
-}
-
-// MaximalHost is a distinct host of 253 characters, the longest admission
-// admits, with labels of 63; wildcard ones start with "*.".
-func MaximalHost(i int, wildcard bool) string {
-	label := func(c byte) string { return fmt.Sprintf("h%03d", i) + strings.Repeat(string(c), 59) }
-	host := label('a') + "." + label('b') + "." + label('c') + "." + fmt.Sprintf("h%03d", i) + strings.Repeat("d", 45) + ".example.com"
-	if wildcard {
-		host = "*." + host[2:]
-	}
-	return host
 }

@@ -135,7 +135,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 	stopOperator := startOperator(t, opts)
 
 	route := func(path string) v1.Route {
-		return v1.Route{Host: "shop.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "web", Port: port}}
+		return v1.Route{Host: "shop.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "web", Port: v1.PortNumber(port)}}
 	}
 	gw := &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop"},

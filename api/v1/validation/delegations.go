@@ -10,12 +10,6 @@ import (
 	"example.com/apigateway-operator/routepath"
 )
 
-// Limits of spec.delegations, which the v1 schema also enforces.
-const (
-	maxDelegations  = 16
-	maxPathPrefixes = 8
-)
-
 // validateDelegations checks spec.delegations: each lends valid path
 // prefixes of one of the gateway's own route hosts, or of a name its
 // wildcard route host matches, to a namespace other than the gateway's. A
@@ -95,12 +89,13 @@ func Lends(d *v1.HostDelegation, r *v1.Route) bool {
 // countDelegations is ValidateCounts' check of spec.delegations.
 func countDelegations(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if n := len(spec.Delegations); n > maxDelegations {
-		errs = append(errs, field.TooMany(fld, n, maxDelegations).WithOrigin(RuleDelegations))
+	limits := rules()
+	if n := len(spec.Delegations); n > limits.delegations {
+		errs = append(errs, field.TooMany(fld, n, limits.delegations).WithOrigin(RuleDelegations))
 	}
 	for i, d := range spec.Delegations {
-		if n := len(d.PathPrefixes); n > maxPathPrefixes {
-			errs = append(errs, field.TooMany(fld.Index(i).Child("pathPrefixes"), n, maxPathPrefixes).WithOrigin(RuleDelegations))
+		if n := len(d.PathPrefixes); n > limits.pathPrefixes {
+			errs = append(errs, field.TooMany(fld.Index(i).Child("pathPrefixes"), n, limits.pathPrefixes).WithOrigin(RuleDelegations))
 		}
 	}
 	return errs

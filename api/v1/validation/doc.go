@@ -13,10 +13,14 @@
 // Admission calls Validate. The nginx renderer calls ValidateName and
 // ValidateRoute again before it writes a name, host, path or backend into
 // the proxy configuration: defence in depth is calling the same function
-// twice, never writing the rule twice. The CRD's CEL rules say again what a
-// schema can say, so the API stays safe while the webhook is down;
-// controller's TestValidationParity sends one table of cases through the
-// real API server, this package and the renderer and demands one verdict.
+// twice, never writing the rule twice. Every bound, pattern and list of
+// values (maxLength, maxItems, minimum and maximum, pattern, enum) is the
+// v1 schema's, read from the embedded CRD once (rules, specLimits), never
+// restated in Go. The CRD's CEL rules say again what a schema can say of
+// names, hosts, paths and headers, so the API stays safe while the webhook
+// is down; TestRuleCases sends one table of rule cases through the real
+// API server and through this package and demands one verdict and the
+// same fields.
 //
 // Rules about other objects stay with admission (package webhooks): a route
 // another gateway already serves in one of its scopes (RouteScopes: the

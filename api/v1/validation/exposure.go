@@ -38,10 +38,9 @@ func validateExposure(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList 
 				"which exposure type HTTPRoute does not create: remove it").WithOrigin(RuleExposure))
 		}
 	case "":
-		errs = append(errs, field.Required(efld.Child("type"), `"Ingress" or "HTTPRoute"`).WithOrigin(RuleExposure))
+		errs = append(errs, field.Required(efld.Child("type"), quotedOr(rules().exposureTypes)).WithOrigin(RuleExposure))
 	default:
-		errs = append(errs, field.NotSupported(efld.Child("type"), e.Type,
-			[]string{string(v1.ExposureIngress), string(v1.ExposureHTTPRoute)}).WithOrigin(RuleExposure))
+		errs = append(errs, field.NotSupported(efld.Child("type"), e.Type, rules().exposureTypes).WithOrigin(RuleExposure))
 	}
 	return errs
 }

@@ -11,18 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-const maxHostLength = validation.DNS1123SubdomainMaxLength
-
 // validateHost checks a route host: a lower-case DNS name, optionally with
 // a leading "*." wildcard, and never an IP address. The host is written
 // into the proxy configuration, so this is part of the security boundary.
 func validateHost(host string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
+	switch maxLength := rules().host.maxLength; {
 	case host == "":
 		err = field.Required(fld, "a DNS name such as api.example.com")
-	case len(host) > maxHostLength:
-		err = field.TooLong(fld, host, maxHostLength)
+	case len(host) > maxLength:
+		err = field.TooLong(fld, host, maxLength)
 	case isIP(host) || isIP(strings.TrimPrefix(host, "*.")):
 		err = field.Invalid(fld, host, "must be a DNS name, not an IP address")
 	case isTopLevelWildcard(host):
@@ -56,7 +54,7 @@ func isIP(s string) bool {
 // of at least two labels, and not an IP address.
 func validHost(host string) bool {
 	name := strings.TrimPrefix(host, "*.")
-	return len(host) <= maxHostLength && IsDNSName(name) && !isIP(name) && !isTopLevelWildcard(host)
+	return len(host) <= rules().host.maxLength && IsDNSName(name) && !isIP(name) && !isTopLevelWildcard(host)
 }
 
 // isTopLevelWildcard reports whether host is "*." and a single label, such

@@ -14,8 +14,6 @@ import (
 	"example.com/apigateway-operator/routepath"
 )
 
-const maxPathLength = 1024
-
 // validatePath checks a route path. The path is written into the proxy
 // configuration, so this is the security boundary against configuration
 // injection: only whitelisted characters (routepath.IsPathByte), no dot
@@ -26,11 +24,11 @@ func validatePath(p string, fld *field.Path) field.ErrorList {
 }
 
 func pathErrors(p string, fld *field.Path) field.ErrorList {
-	switch {
+	switch maxLength := rules().path.maxLength; {
 	case p == "":
 		return field.ErrorList{field.Required(fld, `a path starting with "/", such as "/" or "/users/"`)}
-	case len(p) > maxPathLength:
-		return field.ErrorList{field.TooLong(fld, p, maxPathLength)}
+	case len(p) > maxLength:
+		return field.ErrorList{field.TooLong(fld, p, maxLength)}
 	}
 	if bad := badPathChars(p); len(bad) > 0 {
 		return field.ErrorList{field.Invalid(fld, p,

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -93,13 +92,14 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 
 func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch pt {
-	case v1.PathTypePrefix, v1.PathTypeExact:
+	values := rules().pathTypes
+	switch {
+	case slices.Contains(values, string(pt)):
 		return nil
-	case "":
-		err = field.Required(fld, `"Prefix" or "Exact"`)
+	case pt == "":
+		err = field.Required(fld, quotedOr(values))
 	default:
-		err = field.NotSupported(fld, pt, []v1.PathType{v1.PathTypePrefix, v1.PathTypeExact})
+		err = field.NotSupported(fld, pt, values)
 	}
 	return field.ErrorList{err.WithOrigin(RulePathType)}
 }
@@ -108,11 +108,11 @@ func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
 // a DNS name in the proxy configuration.
 func validateBackendName(name string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
+	switch maxLength := rules().backendName.maxLength; {
 	case name == "":
 		err = field.Required(fld, "the name of a Service in the gateway's namespace")
-	case len(name) > validation.DNS1035LabelMaxLength:
-		err = field.TooLong(fld, name, validation.DNS1035LabelMaxLength)
+	case len(name) > maxLength:
+		err = field.TooLong(fld, name, maxLength)
 	case !isDNS1035Label(name):
 		err = field.Invalid(fld, name,
 			"must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter, such as user-service"+
@@ -123,11 +123,23 @@ func validateBackendName(name string, fld *field.Path) field.ErrorList {
 	return field.ErrorList{err.WithOrigin(RuleBackendName)}
 }
 
-func validateBackendPort(port int32, fld *field.Path) field.ErrorList {
-	if port < 1 || port > 65535 {
-		return field.ErrorList{field.Invalid(fld, port, "must be a port number from 1 to 65535").WithOrigin(RuleBackendPort)}
+func validateBackendPort(port v1.PortNumber, fld *field.Path) field.ErrorList {
+	if bounds := rules().backendPort; !bounds.holds(int64(port)) {
+		return field.ErrorList{field.Invalid(fld, int32(port), fmt.Sprintf("must be a port number from %d to %d", bounds.min, bounds.max)).WithOrigin(RuleBackendPort)}
 	}
 	return nil
+}
+
+// quotedOr lists values for a message: "a" or "b", "a", "b" or "c".
+func quotedOr(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = strconv.Quote(v)
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 // RouteKey is what the Ingress controller, or a parent Gateway, tells two

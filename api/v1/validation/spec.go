@@ -12,19 +12,17 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-const maxIngressClassName = validation.DNS1123SubdomainMaxLength
-
 // validateIngressClassName requires the name of an IngressClass: a DNS-1123
 // subdomain, as the Ingress API requires of spec.ingressClassName.
 func validateIngressClassName(name *string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
+	switch maxLength := rules().ingressClassName.maxLength; {
 	case name == nil:
 		return nil
 	case *name == "":
 		err = field.Invalid(fld, *name, "must name an IngressClass; leave it unset for the cluster's default")
-	case len(*name) > maxIngressClassName:
-		err = field.TooLong(fld, *name, maxIngressClassName)
+	case len(*name) > maxLength:
+		err = field.TooLong(fld, *name, maxLength)
 	case !IsDNSName(*name):
 		err = field.Invalid(fld, *name, "must be the name of an IngressClass: a lower-case DNS subdomain such as nginx"+
 			suggest(*name, NormalizeHost(*name), IsDNSName))
@@ -36,12 +34,11 @@ func validateIngressClassName(name *string, fld *field.Path) field.ErrorList {
 
 // validateConfigUpdateStrategy allows Reload, Rollout or nothing (Reload).
 func validateConfigUpdateStrategy(s v1.ConfigUpdateStrategy, fld *field.Path) field.ErrorList {
-	switch s {
-	case "", v1.ConfigUpdateReload, v1.ConfigUpdateRollout:
+	values := rules().configUpdateStrategies
+	if s == "" || slices.Contains(values, string(s)) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(fld, s, []string{string(v1.ConfigUpdateReload), string(v1.ConfigUpdateRollout)}).
-		WithOrigin(RuleConfigUpdateStrategy)}
+	return field.ErrorList{field.NotSupported(fld, s, values).WithOrigin(RuleConfigUpdateStrategy)}
 }
 
 // validateResources applies the checks the API server would make of the

@@ -59,11 +59,11 @@ func tlsHostHint(h string, routeHosts []string) string {
 
 func validateSecretName(name string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
+	switch maxLength := rules().secretName.maxLength; {
 	case name == "":
 		err = field.Required(fld, "the name of a kubernetes.io/tls Secret in the gateway's namespace")
-	case len(name) > validation.DNS1123SubdomainMaxLength:
-		err = field.TooLong(fld, name, validation.DNS1123SubdomainMaxLength)
+	case len(name) > maxLength:
+		err = field.TooLong(fld, name, maxLength)
 	case len(validation.IsDNS1123Subdomain(name)) > 0:
 		err = field.Invalid(fld, name, "must be the name of a Secret: a lower-case DNS subdomain such as api-example-com-tls"+
 			suggest(name, NormalizeHost(name), func(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 }))

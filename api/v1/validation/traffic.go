@@ -2,7 +2,6 @@ package validation
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -10,43 +9,22 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// The bounds of a route's traffic settings, which the v1 schema also
-// enforces (markers in api/v1/traffic_types.go): the renderer writes these
-// values into nginx.conf, and v1-only fields can reach a v1 object from a
-// v1alpha1 write's annotation, which no v1 schema checked.
-const (
-	maxAdditionalBackends = 7
-	maxWeightPercent      = 100
-	maxConnectSeconds     = 75
-	maxReadSeconds        = 3600
-	maxHeaders            = 16
-	maxHeaderNameLength   = 64
-	maxHeaderValueLength  = 1024
-	maxRequestsPerSecond  = 10000
-	maxBurst              = 10000
-)
+// The bounds and patterns of a route's traffic settings are the v1
+// schema's (markers in api/v1/traffic_types.go, read by rules): the
+// renderer writes these values into nginx.conf, and v1-only fields can
+// reach a v1 object from a v1alpha1 write's annotation, which no v1 schema
+// checked. HTTPHeaderName's pattern is a strict subset of RFC 9110's
+// token, without the characters nginx reads in a directive ('$' starts a
+// variable); HTTPHeaderValue's allows printable ASCII and inner spaces,
+// without '"', '\' and '$', the characters a quoted nginx string would
+// read as its end, an escape or a variable.
 
-var (
-	// headerName is HTTPHeaderName's pattern: a strict subset of RFC
-	// 9110's token, without the characters nginx reads in a directive
-	// ('$' starts a variable).
-	headerName = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9]*$`)
-	// headerValue is HTTPHeaderValue's pattern: printable ASCII and inner
-	// spaces, without '"', '\' and '$', the characters a quoted nginx
-	// string would read as its end, an escape or a variable.
-	headerValue = regexp.MustCompile(`^([!#%-\[\]-~]([ !#%-\[\]-~]*[!#%-\[\]-~])?)?$`)
-	// bodySize is maxBodySize's pattern, nginx's size notation.
-	bodySize = regexp.MustCompile(`^(0|[1-9][0-9]{0,3}[kmg]?)$`)
-)
-
-// reservedHeaders are the headers a route may not change: those the
-// gateway sets itself (Host, the client's address), the body's framing,
-// and hop-by-hop headers, which belong to one connection.
-var reservedHeaders = map[string]bool{
-	"host": true, "x-forwarded-for": true, "x-real-ip": true, "content-length": true,
-	"connection": true, "keep-alive": true, "proxy-connection": true, "te": true,
-	"trailer": true, "transfer-encoding": true, "upgrade": true,
-}
+// reservedHeaderMessage is how HTTPHeaderName's CEL rule refuses the
+// headers a route may not change (those the gateway sets itself, the
+// body's framing, and hop-by-hop headers, which belong to one
+// connection); the names are read from that rule (rules().reservedHeaders),
+// and the Go rule refuses them with the same words.
+const reservedHeaderMessage = "is a header the gateway sets itself or a hop-by-hop header, which a route may not change"
 
 // validateTraffic checks r's traffic settings, each at its field under
 // the route (ValidateRoute puts the route's path in front).
@@ -57,7 +35,7 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 	errs = append(errs, validateRewritePrefix(r, routeRewritePrefix)...)
 	errs = append(errs, validateHeaders(r.RequestHeaders, routeRequestHeaders)...)
 	errs = append(errs, validateHeaders(r.ResponseHeaders, routeResponseHeaders)...)
-	if r.MaxBodySize != "" && !bodySize.MatchString(r.MaxBodySize) {
+	if r.MaxBodySize != "" && !rules().maxBodySize.pattern.MatchString(r.MaxBodySize) {
 		errs = append(errs, field.Invalid(routeMaxBodySize, r.MaxBodySize,
 			"must be a size in nginx's notation: up to 4 digits, optionally followed by k, m or g, such as 10m; 0 accepts any size").WithOrigin(RuleMaxBodySize))
 	}
@@ -72,8 +50,9 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 // list's error (the schema's rule on the route can name only the list).
 func validateAdditionalBackends(r *v1.Route, fld *field.Path) field.ErrorList {
 	backends := r.AdditionalBackends
-	if len(backends) > maxAdditionalBackends {
-		return field.ErrorList{field.TooMany(fld, len(backends), maxAdditionalBackends).WithOrigin(RuleAdditionalBackends)}
+	limits := rules()
+	if len(backends) > limits.additionalBackends {
+		return field.ErrorList{field.TooMany(fld, len(backends), limits.additionalBackends).WithOrigin(RuleAdditionalBackends)}
 	}
 	var errs field.ErrorList
 	total := int64(0)
@@ -82,8 +61,9 @@ func validateAdditionalBackends(r *v1.Route, fld *field.Path) field.ErrorList {
 		bfld := fld.Index(i)
 		errs = append(errs, validateBackendName(string(b.Name), bfld.Child("name")).WithOrigin(RuleAdditionalBackends)...)
 		errs = append(errs, validateBackendPort(b.Port, bfld.Child("port")).WithOrigin(RuleAdditionalBackends)...)
-		if b.Weight < 0 || b.Weight > maxWeightPercent {
-			errs = append(errs, field.Invalid(bfld.Child("weight"), b.Weight, "must be a percentage from 0 to 100").WithOrigin(RuleAdditionalBackends))
+		if !limits.weight.holds(int64(b.Weight)) {
+			errs = append(errs, field.Invalid(bfld.Child("weight"), b.Weight,
+				fmt.Sprintf("must be a percentage from %d to %d", limits.weight.min, limits.weight.max)).WithOrigin(RuleAdditionalBackends))
 		}
 		total += int64(b.Weight)
 		key := v1.BackendService{Name: b.Name, Port: b.Port}
@@ -104,9 +84,11 @@ func validateAdditionalBackends(r *v1.Route, fld *field.Path) field.ErrorList {
 			errs[len(errs)-1].Detail = fmt.Sprintf("the same Service port as additionalBackends[%d]; give it one entry with the sum of the weights", j)
 		}
 	}
-	if total > maxWeightPercent {
-		errs = append(errs, field.Invalid(fld, total,
-			"the weights add up to more than 100 (percent): backendService receives what they leave, so they may take at most all of it").WithOrigin(RuleAdditionalBackends))
+	// The list's CEL rule bounds the sum by what one weight may be, all
+	// of the requests.
+	if all := limits.weight.max; total > all {
+		errs = append(errs, field.Invalid(fld, total, fmt.Sprintf(
+			"the weights add up to more than %d (percent): backendService receives what they leave, so they may take at most all of it", all)).WithOrigin(RuleAdditionalBackends))
 	}
 	return errs
 }
@@ -116,11 +98,16 @@ func validateTimeouts(t *v1.RouteTimeouts, fld *field.Path) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	if s := t.ConnectSeconds; s != nil && (*s < 1 || *s > maxConnectSeconds) {
-		errs = append(errs, field.Invalid(fld.Child("connectSeconds"), *s, "must be from 1 to 75 seconds").WithOrigin(RuleTimeouts))
-	}
-	if s := t.ReadSeconds; s != nil && (*s < 1 || *s > maxReadSeconds) {
-		errs = append(errs, field.Invalid(fld.Child("readSeconds"), *s, "must be from 1 to 3600 seconds").WithOrigin(RuleTimeouts))
+	limits := rules()
+	for _, s := range []struct {
+		name    string
+		seconds *int32
+		bounds  intRange
+	}{{"connectSeconds", t.ConnectSeconds, limits.connectSeconds}, {"readSeconds", t.ReadSeconds, limits.readSeconds}} {
+		if s.seconds != nil && !s.bounds.holds(int64(*s.seconds)) {
+			errs = append(errs, field.Invalid(fld.Child(s.name), *s.seconds,
+				fmt.Sprintf("must be from %d to %d seconds", s.bounds.min, s.bounds.max)).WithOrigin(RuleTimeouts))
+		}
 	}
 	return errs
 }
@@ -178,13 +165,15 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 		}
 		first[key] = entry
 	}
+	limits := rules()
 	for _, list := range []struct {
-		child   string
-		headers []v1.HTTPHeader
-	}{{"set", m.Set}, {"add", m.Add}} {
+		child    string
+		headers  []v1.HTTPHeader
+		maxItems int
+	}{{"set", m.Set, limits.headerSet}, {"add", m.Add, limits.headerAdd}} {
 		lfld := fld.Child(list.child)
-		if len(list.headers) > maxHeaders {
-			errs = append(errs, field.TooMany(lfld, len(list.headers), maxHeaders).WithOrigin(RuleHeaders))
+		if len(list.headers) > list.maxItems {
+			errs = append(errs, field.TooMany(lfld, len(list.headers), list.maxItems).WithOrigin(RuleHeaders))
 			continue
 		}
 		written = map[string]int{}
@@ -195,8 +184,8 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 		}
 	}
 	rfld := fld.Child("remove")
-	if len(m.Remove) > maxHeaders {
-		return append(errs, field.TooMany(rfld, len(m.Remove), maxHeaders).WithOrigin(RuleHeaders))
+	if len(m.Remove) > limits.headerRemove {
+		return append(errs, field.TooMany(rfld, len(m.Remove), limits.headerRemove).WithOrigin(RuleHeaders))
 	}
 	written = map[string]int{}
 	for i, n := range m.Remove {
@@ -208,15 +197,15 @@ func validateHeaders(m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 
 func validateHeaderName(n string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
+	switch rule := rules().headerName; {
 	case n == "":
 		err = field.Required(fld, "a header name such as X-Team")
-	case len(n) > maxHeaderNameLength:
-		err = field.TooLong(fld, n, maxHeaderNameLength)
-	case !headerName.MatchString(n):
+	case len(n) > rule.maxLength:
+		err = field.TooLong(fld, n, rule.maxLength)
+	case !rule.pattern.MatchString(n):
 		err = field.Invalid(fld, n, "must hold only letters, digits and '-', starting with a letter or digit, such as X-Team")
-	case reservedHeaders[strings.ToLower(n)]:
-		err = field.Invalid(fld, n, "is a header the gateway sets itself or a hop-by-hop header, which a route may not change")
+	case rules().reservedHeaders[strings.ToLower(n)]:
+		err = field.Invalid(fld, n, reservedHeaderMessage)
 	default:
 		return nil
 	}
@@ -225,10 +214,10 @@ func validateHeaderName(n string, fld *field.Path) field.ErrorList {
 
 func validateHeaderValue(v string, fld *field.Path) field.ErrorList {
 	var err *field.Error
-	switch {
-	case len(v) > maxHeaderValueLength:
-		err = field.TooLong(fld, "", maxHeaderValueLength)
-	case !headerValue.MatchString(v):
+	switch rule := rules().headerValue; {
+	case len(v) > rule.maxLength:
+		err = field.TooLong(fld, "", rule.maxLength)
+	case !rule.pattern.MatchString(v):
 		err = field.Invalid(fld, v, `must be printable ASCII, without '"', '\' or '$', and not start or end with a space`)
 	default:
 		return nil
@@ -241,11 +230,16 @@ func validateRateLimit(l *v1.RateLimit, fld *field.Path) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	if l.RequestsPerSecond < 1 || l.RequestsPerSecond > maxRequestsPerSecond {
-		errs = append(errs, field.Invalid(fld.Child("requestsPerSecond"), l.RequestsPerSecond, "must be from 1 to 10000").WithOrigin(RuleRateLimit))
-	}
-	if l.Burst < 0 || l.Burst > maxBurst {
-		errs = append(errs, field.Invalid(fld.Child("burst"), l.Burst, "must be from 0 to 10000").WithOrigin(RuleRateLimit))
+	limits := rules()
+	for _, v := range []struct {
+		name   string
+		value  int32
+		bounds intRange
+	}{{"requestsPerSecond", l.RequestsPerSecond, limits.requestsPerSecond}, {"burst", l.Burst, limits.burst}} {
+		if !v.bounds.holds(int64(v.value)) {
+			errs = append(errs, field.Invalid(fld.Child(v.name), v.value,
+				fmt.Sprintf("must be from %d to %d", v.bounds.min, v.bounds.max)).WithOrigin(RuleRateLimit))
+		}
 	}
 	return errs
 }

@@ -18,7 +18,7 @@ func TestValidateTraffic(t *testing.T) {
 		tooLong   = field.ErrorTypeTooLong
 	)
 	backend := func(name string, port, weight int32) v1.WeightedBackend {
-		return v1.WeightedBackend{Name: v1.ServiceName(name), Port: port, Weight: weight}
+		return v1.WeightedBackend{Name: v1.ServiceName(name), Port: v1.PortNumber(port), Weight: weight}
 	}
 	header := func(name, value string) v1.HTTPHeader {
 		return v1.HTTPHeader{Name: v1.HTTPHeaderName(name), Value: v1.HTTPHeaderValue(value)}

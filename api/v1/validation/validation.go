@@ -11,22 +11,9 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// MaxReplicas is the most gateway pods spec.replicas may ask for.
-const MaxReplicas int32 = 100
-
-// Limits the v1 schema also enforces. The rules repeat them so they hold on
-// their own, for every way in (a write through v1alpha1 meets only the
-// v1alpha1 schema, yet the conversion annotation can bring v1-only fields
-// back), and never format an unbounded value.
-const (
-	maxImageLength = 1024
-	maxRoutes      = 100
-	maxTLS         = 16
-	maxTLSHosts    = 100
-	// maxParentRefs is also Gateway API's limit on an HTTPRoute's
-	// parentRefs.
-	maxParentRefs = 32
-)
+// MaxReplicas is the most gateway pods spec.replicas may ask for: the
+// schema's maximum.
+func MaxReplicas() int32 { return int32(rules().replicas.max) }
 
 // Validate checks gw against every rule of this package and returns all the
 // errors at once, in field order, each with its field path and its rule
@@ -63,18 +50,19 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 // admission refuses such a gateway on these errors alone.
 func ValidateCounts(spec *v1.APIGatewaySpec, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if n := len(spec.Routes); n > maxRoutes {
-		errs = append(errs, field.TooMany(fld.Child("routes"), n, maxRoutes).WithOrigin(RuleRoutes))
+	limits := rules()
+	if n := len(spec.Routes); n > limits.routes {
+		errs = append(errs, field.TooMany(fld.Child("routes"), n, limits.routes).WithOrigin(RuleRoutes))
 	}
-	if n := len(spec.TLS); n > maxTLS {
-		errs = append(errs, field.TooMany(fld.Child("tls"), n, maxTLS).WithOrigin(RuleTLS))
+	if n := len(spec.TLS); n > limits.tls {
+		errs = append(errs, field.TooMany(fld.Child("tls"), n, limits.tls).WithOrigin(RuleTLS))
 	}
-	if e := spec.Exposure; e != nil && e.HTTPRoute != nil && len(e.HTTPRoute.ParentRefs) > maxParentRefs {
-		errs = append(errs, field.TooMany(fld.Child("exposure", "httpRoute", "parentRefs"), len(e.HTTPRoute.ParentRefs), maxParentRefs).WithOrigin(RuleParentRefs))
+	if e := spec.Exposure; e != nil && e.HTTPRoute != nil && len(e.HTTPRoute.ParentRefs) > limits.parentRefs {
+		errs = append(errs, field.TooMany(fld.Child("exposure", "httpRoute", "parentRefs"), len(e.HTTPRoute.ParentRefs), limits.parentRefs).WithOrigin(RuleParentRefs))
 	}
 	for i, t := range spec.TLS {
-		if n := len(t.Hosts); n > maxTLSHosts {
-			errs = append(errs, field.TooMany(fld.Child("tls").Index(i).Child("hosts"), n, maxTLSHosts).WithOrigin(RuleTLSHosts))
+		if n := len(t.Hosts); n > limits.tlsHosts {
+			errs = append(errs, field.TooMany(fld.Child("tls").Index(i).Child("hosts"), n, limits.tlsHosts).WithOrigin(RuleTLSHosts))
 		}
 	}
 	errs = append(errs, countDelegations(spec, fld.Child("delegations"))...)
@@ -103,13 +91,14 @@ func ValidateName(name, generateName string, fld *field.Path) field.ErrorList {
 // operator's default.
 func ValidateImage(image string, fld *field.Path) field.ErrorList {
 	var err *field.Error
+	maxLength := rules().image.maxLength
 	switch {
 	case image == "":
 		err = field.Required(fld, "the mutating webhook fills it in from the namespace's "+
 			v1.DefaultImageAnnotation+" annotation or the operator's default, but it did not run (it fails open); "+
 			"set spec.image or retry")
-	case len(image) > maxImageLength:
-		err = field.TooLong(fld, image, maxImageLength)
+	case len(image) > maxLength:
+		err = field.TooLong(fld, image, maxLength)
 	case strings.IndexFunc(image, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		err = field.Invalid(fld, image, "must not contain whitespace or control characters")
 	default:
@@ -120,12 +109,13 @@ func ValidateImage(image string, fld *field.Path) field.ErrorList {
 
 func validateReplicas(replicas *int32, fld *field.Path) field.ErrorList {
 	var err *field.Error
+	bounds := rules().replicas
 	switch {
 	case replicas == nil:
 		err = field.Required(fld, "the mutating webhook fills it in with the operator's default, "+
 			"but it did not run (it fails open); set spec.replicas or retry")
-	case *replicas < 0 || *replicas > MaxReplicas:
-		err = field.Invalid(fld, *replicas, fmt.Sprintf("must be from 0 to %d", MaxReplicas))
+	case !bounds.holds(int64(*replicas)):
+		err = field.Invalid(fld, *replicas, fmt.Sprintf("must be from %d to %d", bounds.min, bounds.max))
 	default:
 		return nil
 	}

@@ -5,6 +5,8 @@
 package validationtest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,7 +38,7 @@ func ValidGateway() *v1.APIGateway {
 
 // Route is a Prefix route on api.example.com.
 func Route(path, svc string, port int32) v1.Route {
-	return v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: port}}
+	return v1.Route{Host: "api.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 }
 
 // EverySetting gives r every traffic setting, with a 20% canary, a
@@ -115,4 +117,31 @@ func OnHost(gw *v1.APIGateway, host string) {
 			gw.Spec.TLS[i].Hosts[j] = host
 		}
 	}
+}
+
+// HostileStrings are the strings the issue names for every tenant string
+// that reaches nginx.conf, each after a harmless "a": what ends a quoted
+// argument, a directive or a block, starts a variable, escapes, a control
+// character, a non-ASCII one, and more than nginx reads in one argument.
+// (Strings that are not UTF-8 cannot reach the API server: JSON carries
+// text.) The rule cases of package validation and the renderer's fuzz
+// seeds both use them.
+func HostileStrings() map[string]string {
+	return map[string]string{
+		"quote": `a"b`, "single quote": "a'b", "semicolon": "a;b", "open brace": "a{b", "close brace": "a}b",
+		"variable": "a$b", "envsubst": "a${HOME}", "backslash": `a\b`, "newline": "a\nb", "CR": "a\rb",
+		"tab": "a\tb", "NUL": "a\x00b", "DEL": "a\x7fb", "non-ASCII": "caf\u00e9", "space": "a b",
+		"hash": "a#b", "8 KiB": strings.Repeat("a", 8<<10),
+	}
+}
+
+// MaximalHost is a distinct host of 253 characters, the longest admission
+// admits, with labels of 63; wildcard ones start with "*.".
+func MaximalHost(i int, wildcard bool) string {
+	label := func(c byte) string { return fmt.Sprintf("h%03d", i) + strings.Repeat(string(c), 59) }
+	host := label('a') + "." + label('b') + "." + label('c') + "." + fmt.Sprintf("h%03d", i) + strings.Repeat("d", 45) + ".example.com"
+	if wildcard {
+		host = "*." + host[2:]
+	}
+	return host
 }
