@@ -50,7 +50,7 @@ type renderOptions struct {
 
 	// listenAddress, httpPort and healthPort say where the servers listen.
 	// The zero values are the pods' (every interface, HTTPPort and
-	// HealthPort); the data-plane test binds loopback on free ports.
+	// HealthPort); the data-plane test binds loopback on reserved ports (test/ports).
 	listenAddress        string
 	httpPort, healthPort int
 }
