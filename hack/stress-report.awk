@@ -29,7 +29,7 @@ FNR == 1 { file = FILENAME; files[file] = 1 }
     next
   }
   key = pkg SUBSEP test
-  if (action == "fail") { fails[key]++; testfailed[file] = 1 } else { passes[key]++ }
+  if (action == "fail") { fails[key]++; testfailed[file] = 1; testfails[pkg]++ } else { passes[key]++; testpasses[pkg]++ }
 }
 
 END {
@@ -37,7 +37,7 @@ END {
     if (!(f in testfailed)) { fails[failedrun[f] SUBSEP "(run)"]++ }
   }
   for (pkg in pkgs) {
-    printf "%-4s %s: %d runs, %d failed\n", (pkgfail[pkg] ? "FAIL" : "ok"), pkg, runs[pkg], pkgfail[pkg]
+    printf "%-4s %s: %d runs, %d failed (tests and subtests: %d passed, %d failed)\n", (pkgfail[pkg] ? "FAIL" : "ok"), pkg, runs[pkg], pkgfail[pkg], testpasses[pkg], testfails[pkg]
   }
   for (key in fails) {
     split(key, k, SUBSEP)
