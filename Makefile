@@ -122,6 +122,13 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 15s).
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./conversion
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzConvertHandler$$' -fuzztime=$(FUZZTIME) ./conversion
 
+# Not part of `make test` or CI: it takes as long as its STRESS_* variables
+# say (hack/stress.sh), and is meant to be run before closing a flaky-test
+# issue, e.g. STRESS_PKGS="./conversion ./test/e2e" STRESS_ROUNDS=5.
+.PHONY: test-stress
+test-stress: k8s build nginx netns traefik ## Run the suites that start servers several times, several at once, beside a CPU hog; report failures per test (hack/stress.sh).
+	$(TEST_ENV) hack/stress.sh
+
 .PHONY: k8s
 k8s: $(K8S_STAMP) ## Build the local control plane into ./bin/k8s (once per hack/k8s version).
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/webhookserver"
 )
 
@@ -69,14 +70,14 @@ func newTestCA(t testing.TB) keyPair {
 	return ca
 }
 
-// startClientAuthServer runs a webhook server on a free port whose handlers all
+// startClientAuthServer runs a webhook server on a reserved port whose handlers all
 // answer 200 "ok", with auth in front of every path but /convert, and
 // returns its address and the CA of its serving certificate.
 func startClientAuthServer(t *testing.T, auth *ClientAuth) (addr string, servingCA *x509.CertPool) {
 	t.Helper()
 	ca, leaf := issue(t)
 	serving := tls.Certificate{Certificate: [][]byte{leaf.cert.Raw}, PrivateKey: leaf.key, Leaf: leaf.cert}
-	port := freePort(t)
+	port := ports.For(t)
 	srv := auth.Server(inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){
 		func(c *tls.Config) {
 			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -57,15 +57,6 @@ type operator struct {
 	p     *Provider
 	port  int
 	calls *webhookCalls
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // testOptions are self-signed options for a test: its own Secret and
@@ -133,7 +124,7 @@ func startInstance(t *testing.T, o Options, in instance) *operator {
 	t.Helper()
 	p, err := New(o)
 	require.NoError(t, err)
-	op := &operator{p: p, port: freePort(t), calls: &webhookCalls{}}
+	op := &operator{p: p, port: ports.For(t), calls: &webhookCalls{}}
 
 	tlsOpts := []func(*tls.Config){p.TLSConfig}
 	var auth *ClientAuth

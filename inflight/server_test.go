@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/webhookserver"
 )
 
@@ -48,10 +49,7 @@ func startServer(t *testing.T, limits Limits, tlsOpts ...func(*tls.Config)) *tes
 	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(certPEM))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	port := ports.For(t)
 
 	opts := append([]func(*tls.Config){func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }

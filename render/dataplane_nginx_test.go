@@ -3,12 +3,12 @@ package render
 import (
 	"net"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"example.com/apigateway-operator/test/dataplane"
+	"example.com/apigateway-operator/test/ports"
 )
 
 // The data plane's helpers (package dataplane), under the names these
@@ -45,37 +45,20 @@ func (n *nginxProcess) reload(t *testing.T, config string) { n.Reload(t, config)
 // logs are nginx's output and error log, for failure messages.
 func (n *nginxProcess) logs() string { return n.Logs() }
 
-// startNginx renders gw for loopback (free ports, the given resolver) and
-// runs nginx on it until the test ends. A port taken between choosing and
-// binding it is chosen again.
+// startNginx renders gw for loopback (ports reserved until the test ends,
+// see test/ports: nginx binds them with SO_REUSEADDR; the given resolver)
+// and runs nginx on it until the test ends.
 func startNginx(t *testing.T, bin string, render func(Options) (string, error), resolver string) *nginxProcess {
 	t.Helper()
-	var lastErr error
-	for range 3 {
-		opts := Options{Resolvers: []string{resolver}, listenAddress: "127.0.0.1", httpPort: freePort(t), healthPort: freePort(t)}
-		config, err := render(opts)
-		require.NoError(t, err)
-		n := &nginxProcess{
-			opts:       opts,
-			httpAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.httpPort)),
-			healthAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.healthPort)),
-		}
-		if n.Nginx, lastErr = dataplane.StartNginx(t, bin, config, n.healthAddr, HealthPath); lastErr == nil {
-			return n
-		}
-		if !strings.Contains(lastErr.Error(), "Address already in use") {
-			break
-		}
-	}
-	require.NoError(t, lastErr)
-	return nil
-}
-
-// freePort is a loopback TCP port free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	opts := Options{Resolvers: []string{resolver}, listenAddress: "127.0.0.1", httpPort: ports.For(t), healthPort: ports.For(t)}
+	config, err := render(opts)
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	n := &nginxProcess{
+		opts:       opts,
+		httpAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.httpPort)),
+		healthAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.healthPort)),
+	}
+	n.Nginx, err = dataplane.StartNginx(t, bin, config, n.healthAddr, HealthPath)
+	require.NoError(t, err)
+	return n
 }

@@ -49,7 +49,7 @@ type Options struct {
 
 	// listenAddress, httpPort and healthPort say where the servers listen.
 	// The zero values are the pods' (every interface, HTTPPort and
-	// HealthPort); the data-plane test binds loopback on free ports.
+	// HealthPort); the data-plane test binds loopback on reserved ports (test/ports).
 	listenAddress        string
 	httpPort, healthPort int
 }

@@ -28,6 +28,7 @@ import (
 	"example.com/apigateway-operator/certs"
 	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/ownership"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/webhookserver"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -178,10 +179,7 @@ func startWebhookServer(t *testing.T, o *options) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	port := ports.For(t)
 
 	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: o.tlsOptions()}, o.webhookLimits)
 	webhookserver.Start(t, srv)
@@ -237,7 +235,7 @@ func TestWebhookClientCA(t *testing.T) {
 }
 
 // startManagerWebhookServer starts the webhook server of o's manager
-// options on a free port, with a self-signed serving certificate and a
+// options on a reserved port, with a self-signed serving certificate and a
 // handler answering 200 on each webhook path.
 func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth) string {
 	t.Helper()
@@ -245,10 +243,7 @@ func startManagerWebhookServer(t *testing.T, o *options, auth *certs.ClientAuth)
 	require.NoError(t, err)
 	serving, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	o.webhookPort = l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	o.webhookPort = ports.For(t)
 
 	srv := o.managerOptions(runtime.NewScheme(), func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }

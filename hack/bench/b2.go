@@ -17,6 +17,7 @@ import (
 
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -121,12 +122,11 @@ func (l b2Load) alternate(ctx context.Context, rounds int, d time.Duration, rate
 // startAllowAll serves allow-all admission handlers on a second webhook
 // server configured like the operator's.
 func startAllowAll(ctx context.Context, h *harness) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	reserved, err := ports.Reserve()
 	if err != nil {
 		return "", nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := reserved.Number
 	w := h.env.Webhooks
 	srv := inflight.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: w.LocalServingCertDir,
 		TLSOpts: []func(*tls.Config){http11}}, inflight.Limits{})
@@ -141,6 +141,7 @@ func startAllowAll(ctx context.Context, h *harness) (string, func(), error) {
 		if err := <-done; err != nil {
 			logf("the allow-all server stopped with an error: %v", err)
 		}
+		_ = reserved.Release()
 	}
 	if err := waitServing(ctx, nil, srv); err != nil {
 		stop()

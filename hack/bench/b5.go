@@ -23,6 +23,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/flood"
+	"example.com/apigateway-operator/test/ports"
 )
 
 const (
@@ -100,11 +101,13 @@ type operatorProcess struct {
 // to the bench's environment, and waits until it is ready. Its log goes to
 // bin/bench-operator.log.
 func startOperator(ctx context.Context, h *harness, binary string, env ...string) (*operatorProcess, error) {
-	ports, err := freePorts(2)
+	// Reserved (test/ports) until the operator exits, so that no other
+	// process takes them before it binds them.
+	webhookPort, probePort, err := reserve2()
 	if err != nil {
 		return nil, err
 	}
-	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	probe := probePort.Addr()
 	logPath, err := filepath.Abs(filepath.Join("bin", "bench-operator.log"))
 	if err != nil {
 		return nil, err
@@ -113,13 +116,17 @@ func startOperator(ctx context.Context, h *harness, binary string, env ...string
 		"--kubeconfig=" + h.env.Kubeconfig,
 		"--cert-mode=files", "--cert-dir=" + h.env.Webhooks.LocalServingCertDir,
 		"--cert-mutating-webhook-configuration=", "--cert-validating-webhook-configuration=", "--cert-crd=",
-		"--webhook-port=" + strconv.Itoa(ports[0]), "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
+		"--webhook-port=" + strconv.Itoa(webhookPort.Number), "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
 		"--leader-elect=false", "--default-gateway-image=" + image, "--max-concurrent-reconciles=4",
 	}, env, logPath, "http://"+probe+"/readyz")
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, webhookPort.Release(), probePort.Release())
 	}
-	return &operatorProcess{Operator: op, webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(ports[0]))}, nil
+	go func() {
+		<-op.Done()
+		_, _ = webhookPort.Release(), probePort.Release()
+	}()
+	return &operatorProcess{Operator: op, webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(webhookPort.Number))}, nil
 }
 
 // stop stops the operator, and says so when it did not stop cleanly.
@@ -155,17 +162,17 @@ func (p *operatorProcess) cpu() time.Duration {
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
 
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+// reserve2 reserves two ports, or none.
+func reserve2() (*ports.Port, *ports.Port, error) {
+	a, err := ports.Reserve()
+	if err != nil {
+		return nil, nil, err
 	}
-	return ports, nil
+	b, err := ports.Reserve()
+	if err != nil {
+		return nil, nil, errors.Join(err, a.Release())
+	}
+	return a, b, nil
 }
 
 // writtenResources are the kinds the operator writes: gateways' status,

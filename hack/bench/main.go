@@ -67,50 +67,37 @@ type config struct {
 type step struct {
 	ids    []string
 	budget time.Duration
-	run    func(context.Context, *harness) ([]row, error)
+	// alone is a step that starts the control plane it needs itself (B9):
+	// it gets no harness.
+	alone bool
+	run   func(context.Context, *harness) ([]row, error)
 }
 
 // steps are the rows in the order they run: the cheap ratio rows first,
-// so that a slow machine reports them whatever the long ones do. The order
-// keeps rows independent too: the operators of B5, B6 and B7 run before
-// the 10,000 gateways of B4 and B3 exist (an operator reconciles every
-// gateway of the cluster), B1 deletes its gateways before they start,
-// and B9 runs on a control plane of its own. B6 and B7 share one operator
-// process and B6's gateways, which B7 grows to 10,000. The budgets are
-// some twice what each took on the 2-core development machine.
+// so that a slow machine reports them whatever the long ones do. Each step
+// runs on a control plane of its own, started before its budget and
+// stopped after it, so no row meets what an earlier one left behind (B6
+// and B7's 20,000 gateways and the API server still busy with them once
+// took B3 over its budget, though alone it needs a sixth of it). Rows of
+// one step share their setup on purpose: B6 and B7 one operator process
+// and B6's gateways, which B7 grows to 10,000. The budgets are some twice
+// what each took on the 2-core development machine.
 func steps(c config, want map[string]bool) []step {
 	return []step{
-		{[]string{"B2"}, 2 * time.Minute, benchB2(c.duration)},
-		{[]string{"B1"}, 4 * time.Minute, benchB1},
-		{[]string{"B1t"}, 6 * time.Minute, benchB1t},
-		{[]string{"B9"}, 4 * time.Minute, benchB9(c.operator)},
-		{[]string{"B8"}, 4 * time.Minute, benchB8(c.operator)},
-		{[]string{"B5"}, 4 * time.Minute, benchB5(c.operator)},
-		{[]string{"B6", "B7"}, 14 * time.Minute, benchB6B7(c.operator, want["B6"], want["B7"])},
-		{[]string{"B4"}, 3 * time.Minute, benchB4},
-		{[]string{"B3"}, 3 * time.Minute, benchB3},
+		{ids: []string{"B2"}, budget: 2 * time.Minute, run: benchB2(c.duration)},
+		{ids: []string{"B1"}, budget: 4 * time.Minute, run: benchB1},
+		{ids: []string{"B1t"}, budget: 6 * time.Minute, run: benchB1t},
+		{ids: []string{"B9"}, budget: 4 * time.Minute, alone: true, run: benchB9(c.operator)},
+		{ids: []string{"B8"}, budget: 4 * time.Minute, run: benchB8(c.operator)},
+		{ids: []string{"B5"}, budget: 4 * time.Minute, run: benchB5(c.operator)},
+		{ids: []string{"B6", "B7"}, budget: 14 * time.Minute, run: benchB6B7(c.operator, want["B6"], want["B7"])},
+		{ids: []string{"B4"}, budget: 3 * time.Minute, run: benchB4},
+		{ids: []string{"B3"}, budget: 3 * time.Minute, run: benchB3},
 	}
 }
 
 func run(ctx context.Context, c config) error {
 	start := time.Now()
-	env, err := testenv.Start(testenv.Options{
-		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
-		ServiceClusterIPRange: "10.0.0.0/16",
-		// As the manifests install it: the API server fills in defaults
-		// itself, with or without the webhooks (B1d).
-		Policies: defaults.Operator{Image: image, Replicas: 1}.PolicyData(),
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = env.Stop() }()
-	h, err := newHarness(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer h.stop()
-
 	want := map[string]bool{}
 	for _, r := range c.rows {
 		want[strings.TrimSpace(r)] = true
@@ -120,25 +107,10 @@ func run(ctx context.Context, c config) error {
 		if !slices.ContainsFunc(st.ids, func(id string) bool { return want[id] }) {
 			continue
 		}
-		id := strings.Join(st.ids, "+")
-		budget := time.Duration(float64(st.budget) * c.scale)
-		fmt.Fprintf(os.Stderr, "bench: running %s (budget %v)\n", id, budget)
-		t0 := time.Now()
-		stopProfile, err := startProfile(c.profiles, id)
+		rs, err := runStep(ctx, c, st)
 		if err != nil {
 			return err
 		}
-		stepCtx, cancel := context.WithTimeout(ctx, budget)
-		rs, err := st.run(stepCtx, h)
-		cancel()
-		stopProfile()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("%w: the row's budget of %v ran out (-budget-scale gives a slower machine more)", err, budget)
-			}
-			rs = append(rs, row{ID: id, What: "error", Figures: err.Error(), Met: "error"})
-		}
-		fmt.Fprintf(os.Stderr, "bench: %s took %v\n", id, time.Since(t0).Round(time.Second))
 		table = append(table, rs...)
 	}
 	md := markdown(table, time.Since(start))
@@ -147,6 +119,66 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	return os.WriteFile(c.out, []byte(md), 0o644)
+}
+
+// runStep runs st on a fresh control plane (unless it starts its own)
+// within its budget, and stops the control plane after it. A row that
+// fails is an error row; the error returned is the harness's.
+func runStep(ctx context.Context, c config, st step) ([]row, error) {
+	id := strings.Join(st.ids, "+")
+	var h *harness
+	if !st.alone {
+		var stop func()
+		var err error
+		if h, stop, err = startHarness(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		defer stop()
+	}
+	budget := time.Duration(float64(st.budget) * c.scale)
+	fmt.Fprintf(os.Stderr, "bench: running %s (budget %v)\n", id, budget)
+	t0 := time.Now()
+	stopProfile, err := startProfile(c.profiles, id)
+	if err != nil {
+		return nil, err
+	}
+	stepCtx, cancel := context.WithTimeout(ctx, budget)
+	rs, err := st.run(stepCtx, h)
+	cancel()
+	stopProfile()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: the row's budget of %v ran out (-budget-scale gives a slower machine more)", err, budget)
+		}
+		rs = append(rs, row{ID: id, What: "error", Figures: err.Error(), Met: "error"})
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s took %v\n", id, time.Since(t0).Round(time.Second))
+	return rs, nil
+}
+
+// startHarness starts a control plane with the webhook configurations and
+// the admission policies the manifests install, and the harness on it;
+// stop stops both.
+func startHarness(ctx context.Context) (h *harness, stop func(), err error) {
+	env, err := testenv.Start(testenv.Options{
+		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
+		ServiceClusterIPRange: "10.0.0.0/16",
+		// As the manifests install it: the API server fills in defaults
+		// itself, with or without the webhooks (B1d).
+		Policies: defaults.Operator{Image: image, Replicas: 1}.PolicyData(),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if h, err = newHarness(ctx, env); err != nil {
+		return nil, nil, errors.Join(err, env.Stop())
+	}
+	return h, func() {
+		h.stop()
+		if err := env.Stop(); err != nil {
+			logf("stopping the control plane: %v", err)
+		}
+	}, nil
 }
 
 // startProfile writes a CPU profile of the whole process (operator,

@@ -29,6 +29,7 @@
 //	OPERATOR_BIN    the operator binary (bin/apigateway-operator)
 //	ETCD_PORT, APISERVER_PORT, WEBHOOK_PORT, PROBE_PORT, METRICS_PORT
 //	                loopback ports (12379, 16443, 9443, 18081, 18443); 0 picks a free one
+//	                and reserves it until the run ends
 //	START_TIMEOUT   seconds each component may take to become ready (90)
 //	STOP_TIMEOUT    seconds each component may take to stop before SIGKILL (20)
 package main
@@ -48,6 +49,7 @@ import (
 	"syscall"
 
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -172,13 +174,16 @@ func (s signalled) String() string {
 // control plane, installs manifests/local and starts the operator.
 func (r *runner) start(ctx context.Context, operatorArgs []string) error {
 	// The operator's ports are chosen now: manifests/local and the
-	// webhook client certificate name the webhook port.
+	// webhook client certificate name the webhook port. A picked one is
+	// reserved (test/ports) until this program exits, so no other process
+	// takes it before the operator binds it.
 	for _, port := range []*int{&r.webhookPort, &r.probePort, &r.metricsPort} {
 		if *port == 0 {
-			var err error
-			if *port, err = controlplane.FreePort(); err != nil {
+			p, err := ports.Reserve()
+			if err != nil {
 				return err
 			}
+			*port = p.Number
 		}
 	}
 	var err error

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// ports are the loopback ports the control plane listens on.
-type ports struct {
+// portNumbers are the loopback ports the control plane listens on.
+type portNumbers struct {
 	etcd, apiServer int
 }
 
@@ -34,7 +34,7 @@ func etcdArgs(dir, url string) []string {
 // admission plugin is on only when a controller makes the default
 // ServiceAccounts it requires of Pods. overrides add flags or replace
 // these, by name without dashes.
-func apiServerArgs(dir string, p ports, serviceAccounts bool, overrides map[string]string) []string {
+func apiServerArgs(dir string, p portNumbers, serviceAccounts bool, overrides map[string]string) []string {
 	url := fmt.Sprintf("https://127.0.0.1:%d", p.apiServer)
 	flags := map[string]string{
 		"etcd-servers":                     fmt.Sprintf("http://127.0.0.1:%d", p.etcd),

@@ -35,6 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"example.com/apigateway-operator/test/ports"
 )
 
 // Admin is the user in system:masters every control plane has.
@@ -63,8 +65,9 @@ type Options struct {
 	// Fresh empties Dir first: the control plane starts with an empty
 	// cluster.
 	Fresh bool
-	// EtcdPort and APIServerPort are ports on 127.0.0.1; 0 picks a free
-	// one (and picks again when another process takes it first).
+	// EtcdPort and APIServerPort are ports on 127.0.0.1; 0 reserves one
+	// (test/ports) until Stop, which no other process can take meanwhile,
+	// not even between a restart's stop and start.
 	EtcdPort, APIServerPort int
 	// APIServerFlags add kube-apiserver flags or replace the launcher's
 	// (see apiServerArgs), by name without the leading dashes.
@@ -111,7 +114,10 @@ type ControlPlane struct {
 	dir   string
 	temp  bool
 	lock  *os.File
-	ports ports
+	ports portNumbers
+	// reserved are the ports reserved for the components, released by
+	// Stop once they have stopped.
+	reserved []*ports.Port
 	// ca is the bundle that verifies the API server's serving certificate.
 	ca     []byte
 	tokens map[string]string
@@ -168,7 +174,12 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 		flags = maps.Clone(a.Flags)
 		maps.Copy(flags, c.opts.APIServerFlags)
 	}
-	c.ports = ports{etcd: c.opts.EtcdPort, apiServer: c.opts.APIServerPort}
+	c.ports = portNumbers{etcd: c.opts.EtcdPort, apiServer: c.opts.APIServerPort}
+	for _, port := range []*int{&c.ports.etcd, &c.ports.apiServer} {
+		if err := c.reserve(port); err != nil {
+			return err
+		}
+	}
 	if err := c.startEtcd(ctx); err != nil {
 		return err
 	}
@@ -204,68 +215,59 @@ func (c *ControlPlane) StartControllers(ctx context.Context, controllers []strin
 }
 
 func (c *ControlPlane) startEtcd(ctx context.Context) error {
-	return c.onFreePort(&c.ports.etcd, c.opts.EtcdPort == 0, func() error {
-		c.log(fmt.Sprintf("Starting etcd on 127.0.0.1:%d", c.ports.etcd))
-		url := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcd)
-		_, err := c.Run(ctx, Command{
-			Name:  "etcd",
-			Path:  filepath.Join(c.opts.BinDir, "etcd"),
-			Args:  etcdArgs(c.path(etcdDir), url),
-			Ready: ReadyWhenOK(url + "/health"),
-		})
-		return err
+	c.log(fmt.Sprintf("Starting etcd on 127.0.0.1:%d", c.ports.etcd))
+	url := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcd)
+	_, err := c.Run(ctx, Command{
+		Name:  "etcd",
+		Path:  filepath.Join(c.opts.BinDir, "etcd"),
+		Args:  etcdArgs(c.path(etcdDir), url),
+		Ready: ReadyWhenOK(url + "/health"),
 	})
+	return err
 }
 
 func (c *ControlPlane) startAPIServer(ctx context.Context, flags map[string]string) error {
-	return c.onFreePort(&c.ports.apiServer, c.opts.APIServerPort == 0, func() error {
-		c.log("Starting kube-apiserver on " + c.APIServerURL())
-		cfg, err := c.Config(Admin)
-		if err != nil {
-			return err
-		}
-		client, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return err
-		}
-		client.Timeout = 5 * time.Second
-		args := apiServerArgs(c.dir, c.ports, serviceAccountsMade(c.opts.Controllers), flags)
-		_, err = c.Run(ctx, Command{
-			Name: apiServer,
-			Path: filepath.Join(c.opts.BinDir, apiServer),
-			Args: args,
-			// Ready once its bootstrap has made the default namespace,
-			// which clients may use at once.
-			Ready: func(ctx context.Context) error {
-				if err := get(ctx, client, cfg.Host+"/readyz"); err != nil {
-					return err
-				}
-				return get(ctx, client, cfg.Host+"/api/v1/namespaces/default")
-			},
-		})
+	c.log("Starting kube-apiserver on " + c.APIServerURL())
+	cfg, err := c.Config(Admin)
+	if err != nil {
 		return err
-	})
-}
-
-// onFreePort runs start on *port. When the port was picked (auto) and
-// another process took it before the component could listen, it picks
-// another and tries again, a few times.
-func (c *ControlPlane) onFreePort(port *int, auto bool, start func() error) error {
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		if auto {
-			p, err := FreePort()
-			if err != nil {
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	client.Timeout = 5 * time.Second
+	args := apiServerArgs(c.dir, c.ports, serviceAccountsMade(c.opts.Controllers), flags)
+	_, err = c.Run(ctx, Command{
+		Name: apiServer,
+		Path: filepath.Join(c.opts.BinDir, apiServer),
+		Args: args,
+		// Ready once its bootstrap has made the default namespace,
+		// which clients may use at once.
+		Ready: func(ctx context.Context) error {
+			if err := get(ctx, client, cfg.Host+"/readyz"); err != nil {
 				return err
 			}
-			*port = p
-		}
-		err := start()
-		var se *ProcessError
-		if err == nil || !auto || attempt == attempts || !errors.As(err, &se) || !se.portTaken() {
-			return err
-		}
+			return get(ctx, client, cfg.Host+"/api/v1/namespaces/default")
+		},
+	})
+	return err
+}
+
+// reserve reserves a port for *port when it is 0 (see test/ports): etcd and
+// kube-apiserver cannot bind port 0 and report the port they got, so they
+// are told one that no other process can take before they bind it.
+func (c *ControlPlane) reserve(port *int) error {
+	if *port != 0 {
+		return nil
 	}
+	p, err := ports.Reserve()
+	if err != nil {
+		return err
+	}
+	c.reserved = append(c.reserved, p)
+	*port = p.Number
+	return nil
 }
 
 // serviceAccountsMade is whether a controller makes each namespace's
@@ -335,8 +337,9 @@ func (c *ControlPlane) Processes() []*Process { return c.procs }
 // RestartAPIServer stops the kube-apiserver as Stop would and starts it
 // again with the same flags, port, certificates and tokens, so that every
 // client made before reaches it again unchanged; etcd, and so the cluster's
-// data, stay. Its log goes on after the first run's. The port is not
-// picked again: when another process takes it in between, the start fails.
+// data, stay. Its log goes on after the first run's. A reserved port
+// (Options.APIServerPort 0) stays reserved in between; a port the options
+// gave may be taken meanwhile, and then the start fails.
 //
 // A kube-apiserver with watches open may drain them for longer than
 // Options.StopTimeout and be killed: a crash and restart rather than a
@@ -361,6 +364,10 @@ func (c *ControlPlane) Stop(ctx context.Context) error {
 		errs = append(errs, c.procs[i].stop(ctx, c.opts.StopTimeout))
 	}
 	c.procs = nil
+	for _, p := range c.reserved {
+		errs = append(errs, p.Release())
+	}
+	c.reserved = nil
 	return errors.Join(append(errs, c.release())...)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ import (
 )
 
 func TestAPIServerArgs(t *testing.T) {
-	p := ports{etcd: 2379, apiServer: 6443}
+	p := portNumbers{etcd: 2379, apiServer: 6443}
 	for name, tc := range map[string]struct {
 		serviceAccounts bool
 		overrides       map[string]string
@@ -411,40 +410,6 @@ func TestRunReportsAnEarlyExitWithItsLog(t *testing.T) {
 	assert.Contains(t, err.Error(), "--- last lines of "+filepath.Join(c.Dir(), logsDir, "broken.log")+":\nbad flag: --nope")
 	assert.Empty(t, c.Processes(), "a process that did not start is not stopped again")
 	assert.NoFileExists(t, filepath.Join(c.Dir(), pidsDir, "broken.pid"))
-}
-
-func TestOnFreePortPicksAnotherWhenTaken(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	require.NoError(t, os.WriteFile(log, []byte("listen tcp 127.0.0.1:1: bind: address already in use\n"), 0o600))
-	taken := &ProcessError{Name: "etcd", What: "exited while starting", Log: log}
-	other := errors.New("bad flag")
-	for name, tc := range map[string]struct {
-		auto      bool
-		errs      []error
-		wantCalls int
-		wantErr   error
-	}{
-		"picked, taken once":         {auto: true, errs: []error{taken, nil}, wantCalls: 2},
-		"picked, taken every time":   {auto: true, errs: []error{taken, taken, taken, nil}, wantCalls: 3, wantErr: taken},
-		"picked, another failure":    {auto: true, errs: []error{other, nil}, wantCalls: 1, wantErr: other},
-		"given: the user's to solve": {auto: false, errs: []error{taken, nil}, wantCalls: 1, wantErr: taken},
-	} {
-		t.Run(name, func(t *testing.T) {
-			c := &ControlPlane{}
-			port, calls := 12379, 0
-			var seen []int
-			err := c.onFreePort(&port, tc.auto, func() error {
-				seen = append(seen, port)
-				calls++
-				return tc.errs[calls-1]
-			})
-			assert.Equal(t, tc.wantErr, err)
-			assert.Equal(t, tc.wantCalls, calls)
-			if tc.auto && calls > 1 {
-				assert.NotEqual(t, seen[0], seen[1], "a new port for each attempt")
-			}
-		})
-	}
 }
 
 func TestRestartKeepsItsPlaceAndContinuesItsLog(t *testing.T) {

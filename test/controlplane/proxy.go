@@ -1,9 +1,12 @@
 package controlplane
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
+
+	"example.com/apigateway-operator/test/ports"
 )
 
 // Proxy is a TCP proxy on 127.0.0.1 between clients (an operator, through
@@ -15,6 +18,9 @@ import (
 type Proxy struct {
 	target string
 	addr   string
+	// port stays reserved across Cut and Restore, so that no other
+	// process takes it meanwhile.
+	port *ports.Port
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -29,16 +35,18 @@ type Proxy struct {
 // proxied is one client connection and its connection to the target.
 type proxied struct{ client, target net.Conn }
 
-// StartProxy listens on a free port of 127.0.0.1 and forwards what it
-// accepts to target (host:port).
+// StartProxy listens on a reserved port of 127.0.0.1 (see test/ports) and
+// forwards what it accepts to target (host:port).
 func StartProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := ports.Reserve()
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, addr: ln.Addr().String(), conns: map[*proxied]struct{}{}, resumed: make(chan struct{}), speak: func() {}}
+	p := &Proxy{target: target, addr: port.Addr(), port: port, conns: map[*proxied]struct{}{}, resumed: make(chan struct{}), speak: func() {}}
 	close(p.resumed)
-	p.serve(ln)
+	if err := p.Restore(); err != nil {
+		return nil, errors.Join(err, port.Release())
+	}
 	return p, nil
 }
 
@@ -118,14 +126,14 @@ func (p *Proxy) Restore() error {
 	return nil
 }
 
-// Close stops the proxy for good, ends a silence and resets every
-// connection.
+// Close stops the proxy for good, ends a silence, resets every
+// connection and releases the port.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.speak()
 	p.mu.Unlock()
-	return p.Cut()
+	return errors.Join(p.Cut(), p.port.Release())
 }
 
 func (p *Proxy) serve(ln net.Listener) {

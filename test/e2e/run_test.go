@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	testports "example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -154,7 +154,14 @@ func newSetup(t *testing.T) *setup {
 		t.Logf("built %s in %s", pkg, time.Since(start).Round(time.Millisecond))
 	}
 
-	ports := freePorts(t, 5)
+	// Reserved for the whole test (test/ports): every run binds the same
+	// ports, as a user's runs do, and no other process takes them in
+	// between; a run whose processes still held them would fail the next
+	// run's start as before, so "the ports are free at once" still holds.
+	ports := make([]int, 5)
+	for i := range ports {
+		ports[i] = testports.For(t)
+	}
 	s.webhookPort = ports[2]
 	s.env = []string{
 		"RUN_DIR=" + s.runDir,
@@ -564,22 +571,4 @@ func eventually(t *testing.T, what string, check func() error) {
 		}
 		time.Sleep(pollInterval)
 	}
-}
-
-// freePorts reserves n loopback ports by listening on them at once, then
-// frees them for hack/run.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	listeners := make([]net.Listener, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		listeners[i] = l
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range listeners {
-		require.NoError(t, l.Close())
-	}
-	return ports
 }

@@ -22,6 +22,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -49,7 +50,8 @@ func (s *webhookServer) url(path string) string { return "https://" + s.addr + p
 // registers further handlers before the server starts.
 func startWebhookServer(t *testing.T, extra func(webhook.Server)) *webhookServer {
 	t.Helper()
-	serving := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	// A reserved port (test/ports): envtest would pick one and release it.
+	serving := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: ports.For(t)}
 	require.NoError(t, serving.PrepWithoutInstalling())
 	t.Cleanup(func() { _ = serving.Cleanup() })
 

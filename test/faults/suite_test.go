@@ -29,6 +29,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -179,8 +180,7 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	})
 	start := time.Now()
 	require.NoError(t, cp.Start(t.Context()))
-	c.webhookPort, err = controlplane.FreePort()
-	require.NoError(t, err)
+	c.webhookPort = ports.For(t)
 	out, err := cp.InstallLocal(t.Context(), root, "https://127.0.0.1:"+strconv.Itoa(c.webhookPort))
 	require.NoError(t, err, "%s", out)
 	c.cfg, err = cp.Config(controlplane.Admin)
@@ -267,7 +267,7 @@ type operatorOptions struct {
 	// server is the API server's URL as the replica reaches it (a
 	// proxy's); the API server's own when empty.
 	server string
-	// webhookPort is the replica's; a free one when 0.
+	// webhookPort is the replica's; a reserved one when 0.
 	webhookPort int
 	env         []string
 	args        []string
@@ -291,22 +291,15 @@ func (c *cluster) startOperator(t *testing.T, o operatorOptions) *operator {
 		}
 		require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
 	}
-	ports := make([]int, 2)
-	for i := range ports {
-		var err error
-		ports[i], err = controlplane.FreePort()
-		require.NoError(t, err)
-	}
+	probePort, metricsPort := ports.For(t), ports.For(t)
 	if o.webhookPort == 0 {
-		var err error
-		o.webhookPort, err = controlplane.FreePort()
-		require.NoError(t, err)
+		o.webhookPort = ports.For(t)
 	}
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--webhook-port=" + strconv.Itoa(o.webhookPort),
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
 		"--cert-mode=self-signed",
 		"--cert-extra-hosts=127.0.0.1,localhost",
 		"--cert-secret-namespace=" + operatorNS,
@@ -321,7 +314,7 @@ func (c *cluster) startOperator(t *testing.T, o operatorOptions) *operator {
 		Path:  o.bin,
 		Args:  args,
 		Env:   o.env,
-		Ready: controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])),
+		Ready: controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)),
 	})
 	require.NoError(t, err)
 	t.Logf("%s ready in %s (pid %d)", o.user, time.Since(start).Round(time.Millisecond), p.Pid())

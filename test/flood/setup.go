@@ -2,10 +2,10 @@ package flood
 
 import (
 	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +18,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -53,27 +54,14 @@ const GoMemLimit = "GOMEMLIMIT=536870912"
 // webhooks where env's configurations point, in files certificate mode,
 // with client authentication against clientCA and the manifest's memory
 // limit, its log in logFile. It returns the process and its webhook
-// address.
-//
-// The probe port is picked free and then released, so another process
-// may take it before the operator binds it: a start that fails on an
-// address in use is tried again, with another, up to three times.
+// address. Its probe port is reserved (test/ports) until it exits, so no
+// other process can take it first.
 func StartOperatorFor(ctx context.Context, env *testenv.Env, binary, clientCA, logFile string) (*Operator, string, error) {
-	for attempt := 1; ; attempt++ {
-		op, addr, err := startOperatorFor(ctx, env, binary, clientCA, logFile)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-			return op, addr, err
-		}
-	}
-}
-
-func startOperatorFor(ctx context.Context, env *testenv.Env, binary, clientCA, logFile string) (*Operator, string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := ports.Reserve()
 	if err != nil {
 		return nil, "", err
 	}
-	probe := l.Addr().String()
-	_ = l.Close()
+	probe := port.Addr()
 	w := env.Webhooks
 	args := []string{
 		"--kubeconfig=" + env.Kubeconfig,
@@ -85,8 +73,12 @@ func startOperatorFor(ctx context.Context, env *testenv.Env, binary, clientCA, l
 	}
 	op, err := StartOperator(ctx, binary, args, []string{GoMemLimit}, logFile, "http://"+probe+"/readyz")
 	if err != nil {
-		return nil, "", err
+		return nil, "", errors.Join(err, port.Release())
 	}
+	go func() {
+		<-op.Done()
+		_ = port.Release()
+	}()
 	return op, net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)), nil
 }
 

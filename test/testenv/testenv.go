@@ -41,6 +41,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/ports"
 )
 
 // Options tune the environment a suite gets.
@@ -103,6 +104,8 @@ type Env struct {
 	certManagerErr error
 	kubectl        string
 	dir            string
+	// webhookPort is the webhook servers' port, reserved until Stop.
+	webhookPort *ports.Port
 }
 
 // Main starts the environment, stores it in *env, runs the tests and exits.
@@ -223,6 +226,9 @@ func (e *Env) install() error {
 	if len(w.Paths) > 0 || len(w.MutatingWebhooks)+len(w.ValidatingWebhooks) > 0 {
 		e.Webhooks = w
 	}
+	if err := e.reserveWebhookPort(); err != nil {
+		return err
+	}
 	if err := w.PrepWithoutInstalling(); err != nil {
 		return err
 	}
@@ -248,6 +254,29 @@ func (e *Env) install() error {
 	}
 	if e.policies != nil {
 		return e.installPolicies(context.Background(), e.policies)
+	}
+	return nil
+}
+
+// reserveWebhookPort reserves the webhook servers' port (test/ports) for
+// the environment's life, unless the options name one. envtest would pick
+// a free port and release it, and the suite's server bind it later: another
+// process could take it in between (it did: "bind: address already in
+// use"). A reserved port stays the suite's, and each manager a suite starts
+// binds it in turn, which one listener handed over could not allow.
+func (e *Env) reserveWebhookPort() error {
+	w := &e.webhooks
+	if w.LocalServingPort != 0 {
+		return nil
+	}
+	p, err := ports.Reserve()
+	if err != nil {
+		return err
+	}
+	e.webhookPort = p
+	w.LocalServingPort = p.Number
+	if w.LocalServingHost == "" {
+		w.LocalServingHost = "127.0.0.1"
 	}
 	return nil
 }
@@ -324,6 +353,9 @@ func (e *Env) Stop() error {
 		err = e.cp.Stop(context.Background())
 	}
 	err = errors.Join(err, e.webhooks.Cleanup(), os.RemoveAll(e.dir))
+	if e.webhookPort != nil {
+		err = errors.Join(err, e.webhookPort.Release())
+	}
 	return err
 }
 
