@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -111,13 +110,10 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return t.next.RoundTrip(req)
 }
 
-// newNamespace creates a fresh namespace for one test (fresh also under
-// -count=N: envtest cannot delete namespaces) and returns its name.
+// newNamespace is testenv.NewNamespace on the suite's control plane.
 func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
+	return testenv.NewNamespace(t, env.Client, prefix)
 }
 
 // createGateway creates gw and deletes it when the test ends.
@@ -209,18 +205,11 @@ func setDeploymentStatus(t *testing.T, gw *v1.APIGateway, ready int32) {
 	}))
 }
 
-// waitCondition waits until gw's condition typ has status and reason.
+// waitCondition waits (testenv.AwaitCondition, within the suite's
+// waitFor) until gw's condition typ has status and reason.
 func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) *v1.APIGateway {
 	t.Helper()
-	cur := &v1.APIGateway{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
-		cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, cond, "no %s condition", typ)
-		assert.Equal(c, status, cond.Status)
-		assert.Equal(c, reason, cond.Reason, "message: %s", cond.Message)
-	}, waitFor, tick)
-	return cur
+	return testenv.AwaitCondition(t, env.Client, client.ObjectKeyFromObject(gw), testenv.Condition{Type: typ, Status: status, Reason: reason}, waitFor)
 }
 
 // assertControlledBy checks the child's controller owner reference and labels.

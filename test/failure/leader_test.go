@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // Two operator instances share one lease; stopping the leader hands the
@@ -25,7 +27,7 @@ func TestLeaderFailover(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			ns := newNamespace(t, env.Client, "failover")
+			ns := testenv.NewNamespace(t, env.Client, "failover")
 			leaseID := ns // one lease per case
 			opts := func() manager.Options {
 				o := env.ManagerOptions()

@@ -26,7 +26,7 @@ func TestAPIServerRestart(t *testing.T) {
 
 	opts := own.ManagerOptions()
 	start(t, newOperator(t, own.Config, opts))
-	ns := newNamespace(t, c, "restart")
+	ns := testenv.NewNamespace(t, c, "restart")
 	before := gateway(ns, "before")
 	require.NoError(t, c.Create(ctx, before))
 	waitReconciled(t, c, before)

@@ -87,14 +87,6 @@ func newOperator(t *testing.T, cfg *rest.Config, opts manager.Options) manager.M
 	return mgr
 }
 
-// newNamespace creates a fresh namespace (envtest cannot delete them).
-func newNamespace(t *testing.T, c client.Client, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.Create(context.Background(), ns))
-	return ns.Name
-}
-
 // gateway is a complete gateway (no webhook runs in this suite's API server).
 // Its host is its own: of two gateways serving one route, only the older
 // serves it (the reconciler's conflict resolution).

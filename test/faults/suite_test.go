@@ -356,13 +356,6 @@ func (o *operator) awaitExit(t *testing.T) error {
 	}
 }
 
-func (c *cluster) namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.client.Create(t.Context(), ns))
-	return ns.Name
-}
-
 // gateway is a complete gateway with one route per path, on a host of its
 // own.
 func gateway(ns, name string, replicas int32, paths ...string) *v1.APIGateway {

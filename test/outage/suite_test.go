@@ -99,13 +99,6 @@ func (o *operator) stop(t *testing.T) {
 	}
 }
 
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(t.Context(), ns))
-	return ns.Name
-}
-
 // gateway is a gateway with one route per host/path pair, leaving image
 // and replicas to the defaults.
 func gateway(ns, name string, hostPaths ...string) *v1.APIGateway {

@@ -119,13 +119,12 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 	env.RunControllers(t, "deployment", "replicaset", "endpointslice")
 	createNode(t, env.Client)
 	port := startBackends(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "reload-"}}
-	require.NoError(t, env.Client.Create(ctx, ns))
+	ns := testenv.NewNamespace(t, env.Client, "reload")
 
 	// Both pods start with the resolvers the operator is given; the
 	// second pod's resolv.conf names no DNS server, which matters once
 	// the configuration asks for the pods' own (below).
-	startKubelet(t, env.Client, ns.Name, func(i int) string {
+	startKubelet(t, env.Client, ns, func(i int) string {
 		if i == 1 {
 			return "search svc.cluster.local\n"
 		}
@@ -138,7 +137,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		return v1.Route{Host: "shop.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "web", Port: port}}
 	}
 	gw := &v1.APIGateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
 		Spec:       v1.APIGatewaySpec{Image: "nginx:test", Replicas: ptr.To[int32](2), Routes: []v1.Route{route("/cart")}},
 	}
 	require.NoError(t, env.Client.Create(ctx, gw))
@@ -161,7 +160,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		}
 		assert.Equal(t, pods, podUIDs(t, gw), "pods were replaced")
 		var rs appsv1.ReplicaSetList
-		require.NoError(t, env.Client.List(ctx, &rs, client.InNamespace(ns.Name)))
+		require.NoError(t, env.Client.List(ctx, &rs, client.InNamespace(ns)))
 		assert.Len(t, rs.Items, 1, "the Deployment rolled out")
 		assert.Equal(t, int32(2), get(t, gw).Status.LiveReplicas)
 	})
@@ -174,7 +173,9 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		startOperator(t, opts)
 		// The first pod reloads, the second refuses: the condition says
 		// both once both have had the configuration.
-		cond := waitCondition(t, gw, v1.ConditionLive, metav1.ConditionFalse, v1.ReasonConfigurationRefused, "1 of 2 ready replicas serve")
+		cond := meta.FindStatusCondition(testenv.AwaitCondition(t, env.Client, client.ObjectKeyFromObject(gw), testenv.Condition{
+			Type: v1.ConditionLive, Status: metav1.ConditionFalse, Reason: v1.ReasonConfigurationRefused, Saying: "1 of 2 ready replicas serve",
+		}, waitFor).Status.Conditions, v1.ConditionLive)
 		refuser := podNamed(t, gw, 1)
 		assert.Contains(t, cond.Message, "pod "+refuser+" refused it (NginxTestFailed)")
 		assert.Contains(t, cond.Message, "nginx: [emerg] no name servers defined")
@@ -187,7 +188,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		assert.Equal(t, pods, podUIDs(t, gw))
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var events eventsv1.EventList
-			require.NoError(c, env.Client.List(ctx, &events, client.InNamespace(ns.Name)))
+			require.NoError(c, env.Client.List(ctx, &events, client.InNamespace(ns)))
 			found := false
 			for _, e := range events.Items {
 				found = found || (e.Regarding.Name == gw.Name && e.Reason == v1.ReasonConfigurationRefused && e.Type == corev1.EventTypeWarning)
@@ -220,23 +221,6 @@ func get(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
 func patch(t *testing.T, gw *v1.APIGateway, format string, args ...any) {
 	t.Helper()
 	require.NoError(t, env.Client.Patch(context.Background(), gw, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, format, args...))))
-}
-
-// waitCondition waits until the gateway's condition typ has status and
-// reason, and a message that says saying.
-func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason, saying string) metav1.Condition {
-	t.Helper()
-	var cond metav1.Condition
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := get(t, gw)
-		found := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, found)
-		assert.Equal(c, status, found.Status, found.Message)
-		assert.Equal(c, reason, found.Reason, found.Message)
-		assert.Contains(c, found.Message, saying)
-		cond = *found
-	}, waitFor, tick)
-	return cond
 }
 
 func assertCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) {
