@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -34,6 +33,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/conversion"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -69,10 +69,7 @@ const (
 // the test ends.
 func startWebhooks(t *testing.T) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: defaultImage, DefaultReplicas: 1}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{DefaultImage: defaultImage, DefaultReplicas: 1}})
 }
 
 func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {

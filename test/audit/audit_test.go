@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -68,10 +68,7 @@ const flagImage = "registry.example.com/audit-gateway:1.0"
 // came from, the request's version, the rules that denied and the holder
 // (the audit log is the admins': it names the holder).
 func TestAdmissionAuditAnnotations(t *testing.T) {
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: flagImage, DefaultReplicas: 2}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{DefaultImage: flagImage, DefaultReplicas: 2}})
 	ctx := t.Context()
 	annotated := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-",
 		Annotations: map[string]string{v1.DefaultImageAnnotation: "registry.example.com/team-gateway:2.0"}}}

@@ -54,7 +54,7 @@ func TestLeaderFailover(t *testing.T) {
 			default:
 			}
 
-			leader.stop(t)
+			leader.Stop(t)
 			select {
 			case <-follower.mgr.Elected():
 			case <-time.After(waitFor):

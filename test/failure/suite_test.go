@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -37,54 +37,22 @@ const (
 
 // running is a manager started by start, stoppable before the test ends.
 type running struct {
-	mgr    manager.Manager
-	cancel context.CancelFunc
-	done   chan error
+	mgr manager.Manager
+	*testenv.Running
 }
 
-// stop cancels the manager's context, as SIGTERM does through
-// ctrl.SetupSignalHandler, and waits (bounded) for Start to return.
-func (r *running) stop(t *testing.T) {
-	t.Helper()
-	r.cancel()
-	select {
-	case err := <-r.done:
-		r.done <- err // for the cleanup
-		require.NoError(t, err, "manager stopped with an error")
-	case <-time.After(waitFor):
-		t.Fatal("manager did not stop")
-	}
-}
-
-// start runs mgr until stop or the end of the test.
+// start runs mgr until Stop or the end of the test (testenv.RunManager).
 func start(t *testing.T, mgr manager.Manager) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-r.done:
-			assert.NoError(t, err, "manager stopped with an error")
-		case <-time.After(waitFor):
-			t.Error("manager did not stop at the end of the test")
-		}
-	})
-	return r
+	return &running{mgr: mgr, Running: testenv.RunManager(t, mgr, waitFor)}
 }
 
 // newOperator builds a manager with the reconciler, as main wires it, for
-// cfg; mutate adjusts the options (leader election).
+// cfg with opts (leader election).
 func newOperator(t *testing.T, cfg *rest.Config, opts manager.Options) manager.Manager {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "apigateway-operator-failure-test"
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
-	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}))
-	return mgr
+	return operatortest.NewManager(t, env, operatortest.Options{Config: cfg, UserAgent: "apigateway-operator-failure-test", Manager: &opts,
+		Controller: &controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}})
 }
 
 // gateway is a complete gateway (no webhook runs in this suite's API server).

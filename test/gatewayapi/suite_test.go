@@ -16,14 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -67,19 +66,12 @@ const (
 // nginx resolves backends through resolver, the test's cluster DNS.
 func startOperator(t *testing.T, resolver string) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.UserAgent = "apigateway-operator"
-	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
-	require.NoError(t, err)
-	api, err := controller.NewGatewayAPI(mgr)
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 2, GatewayAPI: api}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{
-		DefaultImage: image, ReloaderImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver},
-	}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{
+		UserAgent:  "apigateway-operator",
+		Webhooks:   &webhooks.Options{DefaultImage: image, DefaultReplicas: 2},
+		GatewayAPI: true,
+		Controller: &controller.Options{DefaultImage: image, ReloaderImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver}},
+	})
 }
 
 // standardChannel is Gateway API's standard channel, from the module the

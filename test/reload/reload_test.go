@@ -26,9 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -36,6 +34,7 @@ import (
 	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/gatewaypod"
 	"example.com/apigateway-operator/test/netns"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -65,30 +64,12 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-// startOperator runs the reconciler as main wires it until stop is called
-// or the test ends.
-func startOperator(t *testing.T, opts controller.Options) (stop func()) {
+// startOperator runs the reconciler as main wires it until Stop or the
+// end of the test.
+func startOperator(t *testing.T, opts controller.Options) *testenv.Running {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.UserAgent = "apigateway-operator-test"
-	mopts := env.ManagerOptions()
-	mopts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, mopts)
-	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, opts))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &opts})
+	return testenv.RunManager(t, mgr, waitFor)
 }
 
 // backends are the Services' pods: one echo server on hostIP that says
@@ -131,7 +112,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		return "nameserver " + hostIP + "\n"
 	})
 	opts := controller.Options{DefaultImage: "nginx", ReloaderImage: "apigateway-operator:test", Resolvers: []string{hostIP}}
-	stopOperator := startOperator(t, opts)
+	op := startOperator(t, opts)
 
 	route := func(path string) v1.Route {
 		return v1.Route{Host: "shop.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "web", Port: port}}
@@ -168,7 +149,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 	t.Run("a refused configuration shows and the pod keeps the previous one", func(t *testing.T) {
 		// The operator, restarted without resolvers, renders the pods' own
 		// (NGINX_LOCAL_RESOLVERS); the second pod's nginx refuses that.
-		stopOperator()
+		op.Stop(t)
 		opts.Resolvers = nil
 		startOperator(t, opts)
 		// The first pod reloads, the second refuses: the condition says

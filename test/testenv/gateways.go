@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -57,4 +59,21 @@ func AwaitCondition(t testing.TB, c client.Client, key client.ObjectKey, want Co
 		}
 	}, within, 100*time.Millisecond, "APIGateway %s: %s=%s %s", key, want.Type, want.Status, want.Reason)
 	return cur
+}
+
+// AwaitCached waits (up to 30 s) until reader, a manager's cache, holds
+// the gateways of keys: the webhooks' conflict check reads that cache, so
+// a test that expects a conflict with a gateway it just created waits for
+// this first.
+func AwaitCached(t testing.TB, reader client.Reader, keys ...client.ObjectKey) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, k := range keys {
+			if reader.Get(ctx, k, &v1.APIGateway{}) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "the manager's cache never saw %v", keys)
 }
