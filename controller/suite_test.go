@@ -158,34 +158,25 @@ type children struct {
 	ing networkingv1.Ingress
 }
 
+// getChildren reads gw's children (testenv.GetChildren).
 func getChildren(ctx context.Context, gw *v1.APIGateway) (children, error) {
-	var ch children
-	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
-	for obj, k := range map[client.Object]client.ObjectKey{
-		&ch.cm: {Namespace: gw.Namespace, Name: gw.Name + "-config"}, &ch.dep: key, &ch.svc: key, &ch.ing: key,
-	} {
-		if err := env.Client.Get(ctx, k, obj); err != nil {
-			return ch, err
-		}
+	ch, err := testenv.GetChildren(ctx, env.Client, client.ObjectKeyFromObject(gw))
+	if err != nil {
+		return children{}, err
 	}
-	return ch, nil
+	return childrenOf(ch), nil
 }
 
-// settled waits until gw's four children exist and its status describes
-// its current generation, and returns both.
+func childrenOf(ch *testenv.Children) children {
+	return children{cm: ch.ConfigMap, dep: ch.Deployment, svc: ch.Service, ing: ch.Ingress}
+}
+
+// settled waits (testenv.AwaitReconciled) until gw's four children exist
+// and its status describes its current generation, and returns both.
 func settled(t *testing.T, gw *v1.APIGateway) (*v1.APIGateway, children) {
 	t.Helper()
-	ctx := context.Background()
-	var ch children
-	cur := &v1.APIGateway{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), cur))
-		var err error
-		ch, err = getChildren(ctx, cur)
-		require.NoError(c, err)
-		require.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written for this generation")
-	}, waitFor, tick)
-	return cur, ch
+	cur, ch := testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(gw), waitFor)
+	return cur, childrenOf(ch)
 }
 
 // setDeploymentStatus plays the Deployment controller (envtest runs none):

@@ -46,7 +46,7 @@ func TestLeaderFailover(t *testing.T) {
 			leader, follower := awaitLeader(t, a, b)
 			first := gateway(ns, "before")
 			require.NoError(t, env.Client.Create(ctx, first))
-			waitReconciled(t, env.Client, first)
+			testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(first), waitFor)
 			holder := leaseHolder(t, ns, leaseID)
 			select {
 			case <-follower.mgr.Elected():
@@ -64,7 +64,7 @@ func TestLeaderFailover(t *testing.T) {
 
 			second := gateway(ns, "after")
 			require.NoError(t, env.Client.Create(ctx, second))
-			waitReconciled(t, env.Client, second)
+			testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(second), waitFor)
 		})
 	}
 }

@@ -1,19 +1,12 @@
 package failure
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -68,23 +61,4 @@ func gateway(ns, name string) *v1.APIGateway {
 				BackendService: v1.BackendService{Name: "users", Port: 8080}}},
 		},
 	}
-}
-
-// waitReconciled waits until gw has its four children and its status
-// describes its current generation, and returns the Deployment.
-func waitReconciled(t *testing.T, c client.Client, gw *v1.APIGateway) *appsv1.Deployment {
-	t.Helper()
-	ctx := context.Background()
-	key := client.ObjectKeyFromObject(gw)
-	dep := &appsv1.Deployment{}
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(ct, c.Get(ctx, key, cur))
-		require.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name + "-config"}, &corev1.ConfigMap{}))
-		require.NoError(ct, c.Get(ctx, key, dep))
-		require.NoError(ct, c.Get(ctx, key, &corev1.Service{}))
-		require.NoError(ct, c.Get(ctx, key, &networkingv1.Ingress{}))
-		require.Equal(ct, cur.Generation, cur.Status.ObservedGeneration, "status not written for the current generation")
-	}, waitFor, tick, "gateway %s was not reconciled", key)
-	return dep
 }

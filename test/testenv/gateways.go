@@ -2,12 +2,15 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -76,4 +79,51 @@ func AwaitCached(t testing.TB, reader client.Reader, keys ...client.ObjectKey) {
 		return true, nil
 	})
 	require.NoError(t, err, "the manager's cache never saw %v", keys)
+}
+
+// Children are a gateway's four children as the API server has them.
+type Children struct {
+	ConfigMap  corev1.ConfigMap
+	Deployment appsv1.Deployment
+	Service    corev1.Service
+	Ingress    networkingv1.Ingress
+}
+
+// GetChildren reads the four children of the gateway key through c: the
+// ConfigMap named after it with "-config" and the Deployment, Service and
+// Ingress of its name. The error names the first child it could not read.
+func GetChildren(ctx context.Context, c client.Reader, key client.ObjectKey) (*Children, error) {
+	ch := &Children{}
+	for _, child := range []struct {
+		kind, name string
+		obj        client.Object
+	}{
+		{"ConfigMap", key.Name + "-config", &ch.ConfigMap},
+		{"Deployment", key.Name, &ch.Deployment},
+		{"Service", key.Name, &ch.Service},
+		{"Ingress", key.Name, &ch.Ingress},
+	} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: child.name}, child.obj); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", key, child.kind, err)
+		}
+	}
+	return ch, nil
+}
+
+// AwaitReconciled waits up to within, reading through c every 100 ms,
+// until the gateway key has its four children and its status describes
+// its current generation, and returns the gateway and its children as
+// they then were.
+func AwaitReconciled(t testing.TB, c client.Reader, key client.ObjectKey, within time.Duration) (*v1.APIGateway, *Children) {
+	t.Helper()
+	cur := &v1.APIGateway{}
+	var ch *Children
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, c.Get(t.Context(), key, cur))
+		var err error
+		ch, err = GetChildren(t.Context(), c, key)
+		require.NoError(ct, err)
+		require.Equal(ct, cur.Generation, cur.Status.ObservedGeneration, "status not written for the current generation")
+	}, within, 100*time.Millisecond, "gateway %s was not reconciled", key)
+	return cur, ch
 }
