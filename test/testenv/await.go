@@ -2,15 +2,11 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,18 +14,6 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
-
-// NewNamespace creates a namespace for one test, named prefix plus a
-// random suffix, through c, and returns its name. Every test gets a fresh
-// one, also under -count=N: the control plane runs no namespace
-// controller, so a deleted namespace would never go away and a fixed name
-// could not be reused.
-func NewNamespace(t testing.TB, c client.Client, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.Create(t.Context(), ns))
-	return ns.Name
-}
 
 // Condition is a gateway status condition that AwaitCondition waits for.
 type Condition struct {
@@ -64,52 +48,6 @@ func AwaitCondition(t testing.TB, c client.Client, key client.ObjectKey, want Co
 	return cur
 }
 
-// AwaitCached waits (up to 30 s) until reader, a manager's cache, holds
-// the gateways of keys: the webhooks' conflict check reads that cache, so
-// a test that expects a conflict with a gateway it just created waits for
-// this first.
-func AwaitCached(t testing.TB, reader client.Reader, keys ...client.ObjectKey) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, k := range keys {
-			if reader.Get(ctx, k, &v1.APIGateway{}) != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	require.NoError(t, err, "the manager's cache never saw %v", keys)
-}
-
-// Children are a gateway's four children as the API server has them.
-type Children struct {
-	ConfigMap  corev1.ConfigMap
-	Deployment appsv1.Deployment
-	Service    corev1.Service
-	Ingress    networkingv1.Ingress
-}
-
-// GetChildren reads the four children of the gateway key through c: the
-// ConfigMap named after it with "-config" and the Deployment, Service and
-// Ingress of its name. The error names the first child it could not read.
-func GetChildren(ctx context.Context, c client.Reader, key client.ObjectKey) (*Children, error) {
-	ch := &Children{}
-	for _, child := range []struct {
-		kind, name string
-		obj        client.Object
-	}{
-		{"ConfigMap", key.Name + "-config", &ch.ConfigMap},
-		{"Deployment", key.Name, &ch.Deployment},
-		{"Service", key.Name, &ch.Service},
-		{"Ingress", key.Name, &ch.Ingress},
-	} {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: child.name}, child.obj); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", key, child.kind, err)
-		}
-	}
-	return ch, nil
-}
-
 // AwaitReconciled waits up to within, reading through c every 100 ms,
 // until the gateway key has its four children and its status describes
 // its current generation, and returns the gateway and its children as
@@ -126,4 +64,21 @@ func AwaitReconciled(t testing.TB, c client.Reader, key client.ObjectKey, within
 		require.Equal(ct, cur.Generation, cur.Status.ObservedGeneration, "status not written for the current generation")
 	}, within, 100*time.Millisecond, "gateway %s was not reconciled", key)
 	return cur, ch
+}
+
+// AwaitCached waits (up to 30 s) until reader, a manager's cache, holds
+// the gateways of keys: the webhooks' conflict check reads that cache, so
+// a test that expects a conflict with a gateway it just created waits for
+// this first.
+func AwaitCached(t testing.TB, reader client.Reader, keys ...client.ObjectKey) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, k := range keys {
+			if reader.Get(ctx, k, &v1.APIGateway{}) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "the manager's cache never saw %v", keys)
 }
