@@ -24,7 +24,6 @@ func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 const (
 	// waitFor bounds every wait for the operator to act.
 	waitFor = 45 * time.Second
-	tick    = 100 * time.Millisecond
 	image   = "nginx:1.27"
 )
 
