@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // certManagerScheme knows the built-in types, CRDs and cert-manager's types.
@@ -71,7 +73,7 @@ func startCAInjector(t *testing.T) {
 // inject-ca-from annotations. The API server then calls our webhooks.
 func TestCertManagerModeWithCAInjector(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-cm")
+	ns := testenv.NewNamespace(t, env.Client, "certs-cm")
 	env.InstallCertManagerCRDs(t)
 	startCAInjector(t)
 

@@ -44,7 +44,7 @@ func presentClientCert(dir string) (map[string]string, error) {
 // from the admission paths.
 func TestClientAuthAdmitsTheAPIServerAndRefusesOtherCallers(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-clientauth")
+	ns := testenv.NewNamespace(t, env.Client, "certs-clientauth")
 	o := testOptions(t, ns, "webhook-cert")
 	shipSecret(t, o)
 	op := startInstance(t, o, instance{clientCA: apiServerClientCA})

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // scraped returns the certificate metrics as a scrape shows them, keyed by
@@ -46,7 +48,7 @@ const caExpiryKey = "apigateway_certificate_expiration_timestamp_seconds{certifi
 // CA's expiry it exports.
 func TestTrustMetrics(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-metrics")
+	ns := testenv.NewNamespace(t, env.Client, "certs-metrics")
 	o := testOptions(t, ns, "unused")
 	installWebhooks(t, o, 1, 1, 1, nil)
 	all := targets{mutating: o.MutatingWebhookConfiguration, validating: o.ValidatingWebhookConfiguration, crd: o.CRD}
@@ -119,7 +121,7 @@ func TestTrustMetrics(t *testing.T) {
 // expiry a scrape shows against the certificate the webhook server hands
 // out and the CA in the Secret that signed it.
 func TestSelfSignedCertificateMetrics(t *testing.T) {
-	ns := newNamespace(t, "certs-metrics-ss")
+	ns := testenv.NewNamespace(t, env.Client, "certs-metrics-ss")
 	o := testOptions(t, ns, "webhook-cert")
 	shipSecret(t, o)
 	op := startOperator(t, o)

@@ -16,6 +16,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/apigateway-operator/test/testenv"
 )
 
 func newFlagSet() *flag.FlagSet { return flag.NewFlagSet("test", flag.ContinueOnError) }
@@ -35,7 +37,7 @@ func injectedBundles(t *testing.T, o Options) [][]byte {
 
 func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromAnEmptiedSecret(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-basic")
+	ns := testenv.NewNamespace(t, env.Client, "certs-basic")
 	o := testOptions(t, ns, "webhook-cert")
 	shipSecret(t, o)
 	op := startOperator(t, o)
@@ -86,7 +88,7 @@ func TestSelfSignedServesThroughInjectedBundlesAndRecoversFromAnEmptiedSecret(t 
 // up from its watch, without a restart.
 func TestSelfSignedWithoutItsSecretSaysWhyAndPicksItUp(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-nosecret")
+	ns := testenv.NewNamespace(t, env.Client, "certs-nosecret")
 	o := testOptions(t, ns, "webhook-cert")
 	op := startOperator(t, o)
 	installWebhooks(t, o, op.port, op.port, op.port, nil)
@@ -130,7 +132,7 @@ func requireRejectedAsDuplicate(t *testing.T, ns, existing string) {
 // conversion webhooks call one, the validating webhook the other.
 func TestSelfSignedRotationUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-rotation")
+	ns := testenv.NewNamespace(t, env.Client, "certs-rotation")
 	o := testOptions(t, ns, "webhook-cert")
 	shipSecret(t, o)
 	o.CALifetime, o.CARenewBefore = 40*time.Second, 24*time.Second
@@ -193,7 +195,7 @@ func TestSelfSignedRotationUnderLoad(t *testing.T) {
 
 func TestSelfSignedInstancesSharingASecretSettle(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "certs-pair")
+	ns := testenv.NewNamespace(t, env.Client, "certs-pair")
 	o := testOptions(t, ns, "webhook-cert")
 	shipSecret(t, o)
 	a, b := startOperator(t, o), startOperator(t, o)

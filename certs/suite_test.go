@@ -172,16 +172,6 @@ func (op *operator) waitReady(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond, "never ready")
 }
 
-// newNamespace creates a namespace for one test, named from prefix. envtest
-// runs no namespace controller, so names are never reused: a repeated run
-// (-count) gets a fresh one.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
-}
-
 // installWebhooks creates the webhook configurations named in o, calling
 // mutatePort and validatePort, and switches the CRD's conversion to a
 // webhook on convertPort, all with no CA bundle: injecting one is the code

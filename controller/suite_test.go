@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -111,13 +110,10 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return t.next.RoundTrip(req)
 }
 
-// newNamespace creates a fresh namespace for one test (fresh also under
-// -count=N: envtest cannot delete namespaces) and returns its name.
+// newNamespace is testenv.NewNamespace on the suite's control plane.
 func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(context.Background(), ns))
-	return ns.Name
+	return testenv.NewNamespace(t, env.Client, prefix)
 }
 
 // createGateway creates gw and deletes it when the test ends.
@@ -162,34 +158,25 @@ type children struct {
 	ing networkingv1.Ingress
 }
 
+// getChildren reads gw's children (testenv.GetChildren).
 func getChildren(ctx context.Context, gw *v1.APIGateway) (children, error) {
-	var ch children
-	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
-	for obj, k := range map[client.Object]client.ObjectKey{
-		&ch.cm: {Namespace: gw.Namespace, Name: gw.Name + "-config"}, &ch.dep: key, &ch.svc: key, &ch.ing: key,
-	} {
-		if err := env.Client.Get(ctx, k, obj); err != nil {
-			return ch, err
-		}
+	ch, err := testenv.GetChildren(ctx, env.Client, client.ObjectKeyFromObject(gw))
+	if err != nil {
+		return children{}, err
 	}
-	return ch, nil
+	return childrenOf(ch), nil
 }
 
-// settled waits until gw's four children exist and its status describes
-// its current generation, and returns both.
+func childrenOf(ch *testenv.Children) children {
+	return children{cm: ch.ConfigMap, dep: ch.Deployment, svc: ch.Service, ing: ch.Ingress}
+}
+
+// settled waits (testenv.AwaitReconciled) until gw's four children exist
+// and its status describes its current generation, and returns both.
 func settled(t *testing.T, gw *v1.APIGateway) (*v1.APIGateway, children) {
 	t.Helper()
-	ctx := context.Background()
-	var ch children
-	cur := &v1.APIGateway{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), cur))
-		var err error
-		ch, err = getChildren(ctx, cur)
-		require.NoError(c, err)
-		require.Equal(c, cur.Generation, cur.Status.ObservedGeneration, "status not yet written for this generation")
-	}, waitFor, tick)
-	return cur, ch
+	cur, ch := testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(gw), waitFor)
+	return cur, childrenOf(ch)
 }
 
 // setDeploymentStatus plays the Deployment controller (envtest runs none):
@@ -209,18 +196,11 @@ func setDeploymentStatus(t *testing.T, gw *v1.APIGateway, ready int32) {
 	}))
 }
 
-// waitCondition waits until gw's condition typ has status and reason.
+// waitCondition waits (testenv.AwaitCondition, within the suite's
+// waitFor) until gw's condition typ has status and reason.
 func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) *v1.APIGateway {
 	t.Helper()
-	cur := &v1.APIGateway{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
-		cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, cond, "no %s condition", typ)
-		assert.Equal(c, status, cond.Status)
-		assert.Equal(c, reason, cond.Reason, "message: %s", cond.Message)
-	}, waitFor, tick)
-	return cur
+	return testenv.AwaitCondition(t, env.Client, client.ObjectKeyFromObject(gw), testenv.Condition{Type: typ, Status: status, Reason: reason}, waitFor)
 }
 
 // assertControlledBy checks the child's controller owner reference and labels.

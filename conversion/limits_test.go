@@ -22,6 +22,7 @@ import (
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/conversion"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
 
@@ -48,7 +49,7 @@ func longExactGateway(ns, name, host string, note int) *v1.APIGateway {
 // to the largest object it admits.
 func TestV1alpha1ListsSurviveTheLargestAdmittedObject(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 
 	base := longExactGateway(ns, "probe", "aaaa.example.com", 0)
 	dataBytes, err := conversion.V1alpha1AnnotationBytes(base)
@@ -87,7 +88,7 @@ func TestV1alpha1ListsSurviveTheLargestAdmittedObject(t *testing.T) {
 // beyond the v1 schema's size limits: TestDataBeyondTheV1LimitsIsNotRestored).
 func TestRestoredDataMeetsTheV1Rules(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	tests := map[string]struct {
 		spec func(*v1.APIGatewaySpec)
 		want string
@@ -128,7 +129,7 @@ func TestRestoredDataMeetsTheV1Rules(t *testing.T) {
 // so the route index and the reconciler never see it.
 func TestDataBeyondTheV1LimitsIsNotRestored(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	tests := map[string]func(*v1.APIGatewaySpec){
 		"2,000 parentRefs": func(s *v1.APIGatewaySpec) {
 			s.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{}}
@@ -171,7 +172,7 @@ func TestDataBeyondTheV1LimitsIsNotRestored(t *testing.T) {
 // object whose v1alpha1 form would break v1alpha1 reads, and admits the
 // largest one within its bound, beside which a v1alpha1 LIST works.
 func TestLimitsPolicyHoldsWithoutTheWebhook(t *testing.T) {
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
 	require.NoError(t, err)
 	mgr.GetWebhookServer().Register(webhooks.ConvertPath, conversion.NewWebhookHandler())

@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -34,6 +33,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
 	"example.com/apigateway-operator/conversion"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -69,17 +69,7 @@ const (
 // the test ends.
 func startWebhooks(t *testing.T) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: defaultImage, DefaultReplicas: 1}))
-	env.StartManager(t, mgr)
-}
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "conversion-"}}
-	require.NoError(t, env.Client.Create(t.Context(), ns))
-	return ns.Name
+	operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{DefaultImage: defaultImage, DefaultReplicas: 1}})
 }
 
 func hubRoute(host, path string, pathType v1.PathType, svc string, port int32) v1.Route {
@@ -136,7 +126,7 @@ func kubectlGet(t *testing.T, out any, args ...string) string {
 
 func TestCreatedInOneVersionReadsInTheOther(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 
 	t.Run("v1alpha1 reads as v1", func(t *testing.T) {
 		require.NoError(t, env.Client.Create(ctx, alphaGateway(ns, "alpha", "alpha.example.com")))
@@ -178,7 +168,7 @@ func TestCreatedInOneVersionReadsInTheOther(t *testing.T) {
 
 func TestV1DataSurvivesV1alpha1Writes(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	key := client.ObjectKey{Namespace: ns, Name: "rich"}
 	created := richGateway(ns, "rich", "api.example.com")
 	require.NoError(t, env.Client.Create(ctx, created))
@@ -235,7 +225,7 @@ func TestV1DataSurvivesV1alpha1Writes(t *testing.T) {
 
 func TestV1alpha1WritesAreAdmittedAsV1(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 
 	t.Run("defaults", func(t *testing.T) {
 		bare := &v1alpha1.APIGateway{
@@ -352,7 +342,7 @@ func causeFields(t *testing.T, err error) []string {
 // entries for key").
 func TestV1WritesBesideAV1alpha1Applier(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	apply := func(version, manager, spec string, args ...string) testenv.Result {
 		manifest := "apiVersion: example.com/" + version + "\nkind: APIGateway\nmetadata: {name: mixed, namespace: " + ns + "}\nspec:\n" + spec
 		return env.Kubectl(ctx, strings.NewReader(manifest), append([]string{"apply", "--server-side", "--field-manager=" + manager, "-f", "-"}, args...)...)
@@ -383,7 +373,7 @@ func TestV1WritesBesideAV1alpha1Applier(t *testing.T) {
 
 func TestListsInBothVersions(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	// More than the handler converts on the request's goroutine (64), so
 	// the API server reads a review converted in parallel.
 	const n = 70
@@ -440,7 +430,7 @@ func TestListsInBothVersions(t *testing.T) {
 // works.
 func TestConversionEndpointSurvivesBadInput(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(env.Webhooks.LocalServingCAData))
 	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -540,7 +530,7 @@ func setStorageVersion(t *testing.T, ns, version string) {
 // them. It changes the shared CRD, so it puts it back when it ends.
 func TestStorageMigration(t *testing.T) {
 	startWebhooks(t)
-	ctx, ns := t.Context(), newNamespace(t)
+	ctx, ns := t.Context(), testenv.NewNamespace(t, env.Client, "conversion")
 	original := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: crdName}, original))
 	t.Cleanup(func() {

@@ -34,13 +34,13 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1alpha1"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -461,7 +461,7 @@ func indent(s, prefix string) string {
 // with the error its "# error:" lines document.
 func TestSamples(t *testing.T) {
 	ctx := t.Context()
-	mgr := startWebhooks(t)
+	mgr := operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{}})
 	convertThroughTestServer(t)
 
 	for _, sample := range []string{"apigateway_v1.yaml", "apigateway_v1alpha1.yaml", "apigateway_httproute.yaml"} {
@@ -475,7 +475,7 @@ func TestSamples(t *testing.T) {
 	}
 	// The conflict check reads the webhook's cache: wait until it holds
 	// the seed, as it would in a cluster a moment later.
-	waitCached(t, mgr.GetClient(), client.ObjectKey{Namespace: "default", Name: "my-app-gateway"})
+	testenv.AwaitCached(t, mgr.GetClient(), client.ObjectKey{Namespace: "default", Name: "my-app-gateway"})
 
 	legacy := &v1.APIGateway{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "legacy-gateway"}, legacy))
@@ -573,25 +573,6 @@ func convertThroughTestServer(t *testing.T) {
 		return len(alpha.Spec.Routes) == 1 && alpha.Spec.Routes[0].Prefix == "/probe/", nil
 	})
 	require.NoError(t, err, "the API server never converted through the test's webhook server")
-}
-
-// startWebhooks runs the operator's webhooks as main wires them, until the
-// test ends.
-func startWebhooks(t *testing.T) ctrl.Manager {
-	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{}))
-	env.StartManager(t, mgr)
-	return mgr
-}
-
-func waitCached(t *testing.T, c client.Reader, key client.ObjectKey) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return c.Get(ctx, key, &v1.APIGateway{}) == nil, nil
-	})
-	require.NoError(t, err, "the manager's cache never saw %s", key)
 }
 
 // applyOperatorNamespace creates the operator's Namespace for real: a

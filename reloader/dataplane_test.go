@@ -130,7 +130,7 @@ func startPod(t *testing.T, b *backends, gw *v1.APIGateway, tune ...func(*corev1
 	_, stop, err := clusterdns.Serve("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stop() })
-	f := &fixture{t: t, b: b, dir: shortTempDir(t), logs: &syncBuffer{}}
+	f := &fixture{t: t, b: b, dir: gatewaypod.TempDir(t, "gwpod"), logs: &syncBuffer{}}
 	spec, data, _ := render(t, gw)
 	for _, fn := range tune {
 		fn(&spec)
@@ -430,13 +430,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// shortTempDir is a temporary directory with a short path: a Unix
-// socket's path must fit in 108 bytes.
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "gwpod-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }

@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -68,18 +68,14 @@ const flagImage = "registry.example.com/audit-gateway:1.0"
 // came from, the request's version, the rules that denied and the holder
 // (the audit log is the admins': it names the holder).
 func TestAdmissionAuditAnnotations(t *testing.T) {
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: flagImage, DefaultReplicas: 2}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{DefaultImage: flagImage, DefaultReplicas: 2}})
 	ctx := t.Context()
 	annotated := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-",
 		Annotations: map[string]string{v1.DefaultImageAnnotation: "registry.example.com/team-gateway:2.0"}}}
-	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-"}}
 	require.NoError(t, env.Client.Create(ctx, annotated))
-	require.NoError(t, env.Client.Create(ctx, plain))
+	plain := testenv.NewNamespace(t, env.Client, "audit")
 
-	fromFlag := gateway(plain.Name, "from-flag", "Flag.Audit.Example.com", nil)
+	fromFlag := gateway(plain, "from-flag", "Flag.Audit.Example.com", nil)
 	require.NoError(t, env.Client.Create(ctx, fromFlag))
 	fromNamespace := gateway(annotated.Name, "from-namespace", "ns.audit.example.com", ptr.To[int32](3))
 	require.NoError(t, env.Client.Create(ctx, fromNamespace))
@@ -88,14 +84,14 @@ func TestAdmissionAuditAnnotations(t *testing.T) {
 	require.Error(t, env.Client.Create(ctx, conflicting), "a host another namespace owns")
 	legacy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1alpha1", "kind": "APIGateway",
-		"metadata": map[string]any{"name": "legacy", "namespace": plain.Name},
+		"metadata": map[string]any{"name": "legacy", "namespace": plain},
 		"spec": map[string]any{"image": "nginx:1.27", "replicas": int64(2), "routes": []any{map[string]any{
 			"host": "legacy.audit.example.com", "serviceName": "svc", "servicePort": int64(80)}}},
 	}}
 	require.NoError(t, env.Client.Create(ctx, legacy))
 
 	mutating, validating := "mapigateway-v1.example.com/", "vapigateway-v1.example.com/"
-	assertAudit(t, plain.Name, "from-flag", map[string]string{
+	assertAudit(t, plain, "from-flag", map[string]string{
 		mutating + webhooks.AuditDefaults:         "image,replicas,host",
 		mutating + webhooks.AuditImageSource:      "operator-flag",
 		mutating + webhooks.AuditRequestVersion:   "v1",
@@ -105,12 +101,12 @@ func TestAdmissionAuditAnnotations(t *testing.T) {
 		mutating + webhooks.AuditDefaults:    "image",
 		mutating + webhooks.AuditImageSource: "namespace-annotation",
 	})
-	assertAudit(t, plain.Name, "legacy", map[string]string{
+	assertAudit(t, plain, "legacy", map[string]string{
 		validating + webhooks.AuditRequestVersion: "v1alpha1",
 	})
 	assertAudit(t, annotated.Name, "conflicting", map[string]string{
 		validating + webhooks.AuditDeniedRules:     "hostOwned",
-		validating + webhooks.AuditConflictHolders: plain.Name + "/from-flag",
+		validating + webhooks.AuditConflictHolders: plain + "/from-flag",
 	})
 }
 

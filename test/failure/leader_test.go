@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // Two operator instances share one lease; stopping the leader hands the
@@ -25,7 +27,7 @@ func TestLeaderFailover(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			ns := newNamespace(t, env.Client, "failover")
+			ns := testenv.NewNamespace(t, env.Client, "failover")
 			leaseID := ns // one lease per case
 			opts := func() manager.Options {
 				o := env.ManagerOptions()
@@ -44,7 +46,7 @@ func TestLeaderFailover(t *testing.T) {
 			leader, follower := awaitLeader(t, a, b)
 			first := gateway(ns, "before")
 			require.NoError(t, env.Client.Create(ctx, first))
-			waitReconciled(t, env.Client, first)
+			testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(first), waitFor)
 			holder := leaseHolder(t, ns, leaseID)
 			select {
 			case <-follower.mgr.Elected():
@@ -52,7 +54,7 @@ func TestLeaderFailover(t *testing.T) {
 			default:
 			}
 
-			leader.stop(t)
+			leader.Stop(t)
 			select {
 			case <-follower.mgr.Elected():
 			case <-time.After(waitFor):
@@ -62,7 +64,7 @@ func TestLeaderFailover(t *testing.T) {
 
 			second := gateway(ns, "after")
 			require.NoError(t, env.Client.Create(ctx, second))
-			waitReconciled(t, env.Client, second)
+			testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(second), waitFor)
 		})
 	}
 }

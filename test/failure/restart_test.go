@@ -26,10 +26,10 @@ func TestAPIServerRestart(t *testing.T) {
 
 	opts := own.ManagerOptions()
 	start(t, newOperator(t, own.Config, opts))
-	ns := newNamespace(t, c, "restart")
+	ns := testenv.NewNamespace(t, c, "restart")
 	before := gateway(ns, "before")
 	require.NoError(t, c.Create(ctx, before))
-	waitReconciled(t, c, before)
+	testenv.AwaitReconciled(t, c, client.ObjectKeyFromObject(before), waitFor)
 
 	// A watch open across the restart must end: what the operator's
 	// watches go through is a real outage.
@@ -48,10 +48,10 @@ func TestAPIServerRestart(t *testing.T) {
 	after := gateway(ns, "after")
 	require.NoError(t, c.Create(ctx, after))
 
-	waitReconciled(t, c, after)
+	testenv.AwaitReconciled(t, c, client.ObjectKeyFromObject(after), waitFor)
 	t.Logf("reconciled in %v", time.Since(t0))
-	dep := waitReconciled(t, c, before)
-	assert.Equal(t, int32(3), *dep.Spec.Replicas)
+	_, ch := testenv.AwaitReconciled(t, c, client.ObjectKeyFromObject(before), waitFor)
+	assert.Equal(t, int32(3), *ch.Deployment.Spec.Replicas)
 	cur := &v1.APIGateway{}
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(before), cur))
 	assert.Equal(t, cur.Generation, cur.Status.ObservedGeneration)

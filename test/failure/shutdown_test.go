@@ -85,7 +85,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		return entered.Load() == inFlight, nil
 	}), "only %d of %d requests reached the server", entered.Load())
 
-	srv.cancel() // SIGTERM
+	srv.Cancel() // SIGTERM
 	require.NoError(t, wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		// A bare TCP probe (the server logs a handshake error for it): a
 		// TLS handshake would fail already, the server's base context
@@ -107,7 +107,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 			t.Fatal("in-flight requests were not answered")
 		}
 	}
-	srv.stop(t)
+	srv.Stop(t)
 }
 
 func mustURL(path string) *url.URL {

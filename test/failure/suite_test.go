@@ -1,24 +1,17 @@
 package failure
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -31,68 +24,27 @@ func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 const (
 	// waitFor bounds every wait for the operator to act.
 	waitFor = 45 * time.Second
-	tick    = 100 * time.Millisecond
 	image   = "nginx:1.27"
 )
 
 // running is a manager started by start, stoppable before the test ends.
 type running struct {
-	mgr    manager.Manager
-	cancel context.CancelFunc
-	done   chan error
+	mgr manager.Manager
+	*testenv.Running
 }
 
-// stop cancels the manager's context, as SIGTERM does through
-// ctrl.SetupSignalHandler, and waits (bounded) for Start to return.
-func (r *running) stop(t *testing.T) {
-	t.Helper()
-	r.cancel()
-	select {
-	case err := <-r.done:
-		r.done <- err // for the cleanup
-		require.NoError(t, err, "manager stopped with an error")
-	case <-time.After(waitFor):
-		t.Fatal("manager did not stop")
-	}
-}
-
-// start runs mgr until stop or the end of the test.
+// start runs mgr until Stop or the end of the test (testenv.RunManager).
 func start(t *testing.T, mgr manager.Manager) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-r.done:
-			assert.NoError(t, err, "manager stopped with an error")
-		case <-time.After(waitFor):
-			t.Error("manager did not stop at the end of the test")
-		}
-	})
-	return r
+	return &running{mgr: mgr, Running: testenv.RunManager(t, mgr, waitFor)}
 }
 
 // newOperator builds a manager with the reconciler, as main wires it, for
-// cfg; mutate adjusts the options (leader election).
+// cfg with opts (leader election).
 func newOperator(t *testing.T, cfg *rest.Config, opts manager.Options) manager.Manager {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "apigateway-operator-failure-test"
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
-	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}))
-	return mgr
-}
-
-// newNamespace creates a fresh namespace (envtest cannot delete them).
-func newNamespace(t *testing.T, c client.Client, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.Create(context.Background(), ns))
-	return ns.Name
+	return operatortest.NewManager(t, env, operatortest.Options{Config: cfg, UserAgent: "apigateway-operator-failure-test", Manager: &opts,
+		Controller: &controller.Options{DefaultImage: image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 2}})
 }
 
 // gateway is a complete gateway (no webhook runs in this suite's API server).
@@ -108,23 +60,4 @@ func gateway(ns, name string) *v1.APIGateway {
 				BackendService: v1.BackendService{Name: "users", Port: 8080}}},
 		},
 	}
-}
-
-// waitReconciled waits until gw has its four children and its status
-// describes its current generation, and returns the Deployment.
-func waitReconciled(t *testing.T, c client.Client, gw *v1.APIGateway) *appsv1.Deployment {
-	t.Helper()
-	ctx := context.Background()
-	key := client.ObjectKeyFromObject(gw)
-	dep := &appsv1.Deployment{}
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		cur := &v1.APIGateway{}
-		require.NoError(ct, c.Get(ctx, key, cur))
-		require.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name + "-config"}, &corev1.ConfigMap{}))
-		require.NoError(ct, c.Get(ctx, key, dep))
-		require.NoError(ct, c.Get(ctx, key, &corev1.Service{}))
-		require.NoError(ct, c.Get(ctx, key, &networkingv1.Ingress{}))
-		require.Equal(ct, cur.Generation, cur.Status.ObservedGeneration, "status not written for the current generation")
-	}, waitFor, tick, "gateway %s was not reconciled", key)
-	return dep
 }

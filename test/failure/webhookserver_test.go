@@ -2,7 +2,6 @@ package failure
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -11,17 +10,15 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/inflight"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
@@ -61,21 +58,12 @@ func startWebhookServer(t *testing.T, extra func(webhook.Server)) *webhookServer
 		// As main serves it by default: HTTP/1.1 only.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	}, inflight.Limits{})
-	mgr, err := ctrl.NewManager(env.Config, opts)
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 1}))
+	mgr := operatortest.NewManager(t, env, operatortest.Options{Manager: &opts, Webhooks: &webhooks.Options{DefaultImage: image, DefaultReplicas: 1}})
 	if extra != nil {
 		extra(mgr.GetWebhookServer())
 	}
 	r := start(t, mgr)
-
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "caches did not sync")
-	started := mgr.GetWebhookServer().StartedChecker()
-	require.NoError(t, wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}), "webhook server did not start")
+	testenv.AwaitStarted(t, mgr, true, waitFor)
 
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(serving.LocalServingCAData))

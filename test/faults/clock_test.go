@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/apigateway-operator/certs"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // skew is how far the operator's clock is off the API server's.
@@ -64,7 +65,7 @@ func TestClockSkew(t *testing.T) {
 				}
 				c.emptyCertSecret(t)
 			})
-			ns := c.namespace(t, "skew-"+name)
+			ns := testenv.NewNamespace(t, c.client, "skew-"+name)
 			probe := gateway(ns, "probe", 1, "/api/")
 			require.NoError(t, c.client.Create(t.Context(), probe))
 

@@ -18,6 +18,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // Fault lengths of TestFlakyAPIServer.
@@ -57,7 +58,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	leader.awaitLeading(t)
 	follower := c.startOperator(t, operatorOptions{user: replicas[1], server: proxy.URL(), webhookPort: c.webhookPort, args: leaderArgs})
 
-	ns := c.namespace(t, "flaky")
+	ns := testenv.NewNamespace(t, c.client, "flaky")
 	keys := c.createGateways(t, ns, "gw", gatewayCount)
 	c.awaitConverged(t, keys)
 	uids := c.childUIDs(t, keys)

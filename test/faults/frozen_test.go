@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // burst is how many gateways the leader is busy with when it freezes.
@@ -30,7 +31,7 @@ func TestFrozenLeader(t *testing.T) {
 	// The webhook configurations point at the replica that stays up.
 	next := c.startOperator(t, operatorOptions{user: replicas[1], args: leaderArgs, webhookPort: c.webhookPort})
 
-	ns := c.namespace(t, "frozen")
+	ns := testenv.NewNamespace(t, c.client, "frozen")
 	keys := c.createGateways(t, ns, "gw", burst)
 	require.NoError(t, syscall.Kill(old.Pid(), syscall.SIGSTOP))
 	frozen := time.Now()

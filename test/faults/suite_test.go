@@ -17,9 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -349,13 +346,6 @@ func (o *operator) awaitExit(t *testing.T) error {
 	}
 }
 
-func (c *cluster) namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.client.Create(t.Context(), ns))
-	return ns.Name
-}
-
 // gateway is a complete gateway with one route per path, on a host of its
 // own.
 func gateway(ns, name string, replicas int32, paths ...string) *v1.APIGateway {
@@ -395,31 +385,20 @@ func (c *cluster) converged(ctx context.Context, key client.ObjectKey) error {
 	if gw.Status.ObservedGeneration != gw.Generation {
 		return fmt.Errorf("%s: status for generation %d, spec at %d", key, gw.Status.ObservedGeneration, gw.Generation)
 	}
-	dep := &appsv1.Deployment{}
-	if err := c.client.Get(ctx, key, dep); err != nil {
-		return fmt.Errorf("%s: Deployment: %w", key, err)
+	ch, err := testenv.GetChildren(ctx, c.client, key)
+	if err != nil {
+		return err
 	}
-	if got, want := ptr.Deref(dep.Spec.Replicas, 1), ptr.Deref(gw.Spec.Replicas, 1); got != want {
+	if got, want := ptr.Deref(ch.Deployment.Spec.Replicas, 1), ptr.Deref(gw.Spec.Replicas, 1); got != want {
 		return fmt.Errorf("%s: Deployment has %d replicas, spec %d", key, got, want)
 	}
-	if err := c.client.Get(ctx, key, &corev1.Service{}); err != nil {
-		return fmt.Errorf("%s: Service: %w", key, err)
-	}
-	cm := &corev1.ConfigMap{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-config"}, cm); err != nil {
-		return fmt.Errorf("%s: ConfigMap: %w", key, err)
-	}
-	ing := &networkingv1.Ingress{}
-	if err := c.client.Get(ctx, key, ing); err != nil {
-		return fmt.Errorf("%s: Ingress: %w", key, err)
-	}
 	var paths []string
-	for _, rule := range ing.Spec.Rules {
+	for _, rule := range ch.Ingress.Spec.Rules {
 		for _, p := range rule.HTTP.Paths {
 			paths = append(paths, p.Path)
 		}
 	}
-	config := strings.Join(slices.Collect(maps.Values(cm.Data)), "\n")
+	config := strings.Join(slices.Collect(maps.Values(ch.ConfigMap.Data)), "\n")
 	for _, r := range gw.Spec.Routes {
 		want := strings.TrimSuffix(string(r.Path), "/")
 		if want == "" {

@@ -13,6 +13,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // TestLostWatchHistory cuts the operator off from the API server (through
@@ -31,7 +32,7 @@ func TestLostWatchHistory(t *testing.T) {
 	op := c.startOperator(t, operatorOptions{user: replicas[0], server: proxy.URL(), webhookPort: c.webhookPort, args: leaderArgs})
 	op.awaitLeading(t)
 
-	ns := c.namespace(t, "watch")
+	ns := testenv.NewNamespace(t, c.client, "watch")
 	scaled, unserved, drifted, deleted := gateway(ns, "scaled", 1, "/api/"), gateway(ns, "unserved", 1, "/api/"),
 		gateway(ns, "drifted", 1, "/api/"), gateway(ns, "deleted", 1, "/api/")
 	for _, gw := range []*v1.APIGateway{scaled, unserved, drifted, deleted} {

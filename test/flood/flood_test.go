@@ -11,9 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +60,7 @@ const maxRSS = 256 << 10 // KiB
 func TestFloodDoesNotStarveTheAPIServer(t *testing.T) {
 	ctx := t.Context()
 	op, addr := startOperator(t)
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, env.Client, "flood")
 	holder := Gateway(ns, "holder", "/held/")
 	require.NoError(t, env.Client.Create(ctx, holder))
 	require.NoError(t, WaitWebhooksAnswer(ctx, env.Client, ns, "/held/"))
@@ -128,10 +126,3 @@ func startOperator(t *testing.T) (*Operator, string) {
 }
 
 func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "flood-"}}
-	require.NoError(t, env.Client.Create(t.Context(), ns))
-	return ns.Name
-}

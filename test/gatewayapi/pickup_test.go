@@ -64,7 +64,7 @@ func TestGatewayAPIPickedUpWithoutRestart(t *testing.T) {
 	crds, err := testenv.GatewayAPICRDs()
 	require.NoError(t, err)
 	startOperator(t, "127.0.0.1:53")
-	ns := newNamespace(t, "pickup")
+	ns := testenv.NewNamespace(t, env.Client, "pickup")
 	wants := client.ObjectKey{Namespace: ns, Name: "wants"}
 	ingress := client.ObjectKey{Namespace: ns, Name: "ingress"}
 

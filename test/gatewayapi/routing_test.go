@@ -21,6 +21,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/test/dataplane"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // Who answered a request: an echo backend (through Traefik and the
@@ -182,7 +183,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 
 	t.Run("a listener whose allowedRoutes exclude the namespace", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "app", "127.0.0.1:9009")
-		ns := newNamespace(t, "restricted")
+		ns := testenv.NewNamespace(t, env.Client, "restricted")
 		apply(t, apiGateway(ns, "app", listenerRestricted, route("app.restricted.example.com", "/", "Prefix", "app", 9009)))
 		gw := client.ObjectKey{Namespace: ns, Name: "app"}
 		startPod(t, gw)
@@ -203,7 +204,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		dataplane.StartEchoBackend(t, "orders", "127.0.0.1:9002")
 		// The host belongs to the namespace that claimed it first; its
 		// gateways share it (another namespace would need a delegation).
-		ns := newNamespace(t, "shared")
+		ns := testenv.NewNamespace(t, env.Client, "shared")
 		apply(t, apiGateway(ns, "users", listenerHTTP, route("shared.example.com", "/users/", "Prefix", "users", 9001)))
 		apply(t, apiGateway(ns, "orders", listenerHTTP, route("shared.example.com", "/orders/", "Prefix", "orders", 9002)))
 		servedPod(t, ns, "users")
@@ -227,7 +228,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		for i, name := range backends {
 			dataplane.StartEchoBackend(t, name, fmt.Sprintf("127.0.0.1:%d", 9100+i))
 		}
-		ns := newNamespace(t, "encoded")
+		ns := testenv.NewNamespace(t, env.Client, "encoded")
 		const host = "encoded.example.com"
 		apply(t, apiGateway(ns, "encoded", listenerHTTP,
 			route(host, "/caf%C3%A9", "Exact", "cafe", 9100),
@@ -286,7 +287,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("wildcard hosts", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "wide", "127.0.0.1:9012")
 		dataplane.StartEchoBackend(t, "narrow", "127.0.0.1:9013")
-		ns := newNamespace(t, "wild")
+		ns := testenv.NewNamespace(t, env.Client, "wild")
 		apply(t, apiGateway(ns, "wide", listenerHTTP, route("*.wild.example.com", "/", "Prefix", "wide", 9012)))
 		apply(t, apiGateway(ns, "narrow", listenerHTTP, route("*.b.wild.example.com", "/", "Prefix", "narrow", 9013)))
 		servedPod(t, ns, "wide")
@@ -305,7 +306,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("a route added is served", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "v1", "127.0.0.1:9005")
 		dataplane.StartEchoBackend(t, "v2", "127.0.0.1:9006")
-		ns := newNamespace(t, "added")
+		ns := testenv.NewNamespace(t, env.Client, "added")
 		apply(t, apiGateway(ns, "api", listenerHTTP, route("added.example.com", "/v1/", "Prefix", "v1", 9005)))
 		gw := client.ObjectKey{Namespace: ns, Name: "api"}
 		p := startPod(t, gw)
@@ -329,7 +330,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 
 	t.Run("switching to Ingress and back", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "web", "127.0.0.1:9007")
-		ns := newNamespace(t, "switch")
+		ns := testenv.NewNamespace(t, env.Client, "switch")
 		manifest := apiGateway(ns, "web", listenerHTTP, route("switch.example.com", "/", "Prefix", "web", 9007))
 		apply(t, manifest)
 		gw := servedPod(t, ns, "web")
@@ -357,7 +358,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	t.Run("a gateway with 100 paths on one host", func(t *testing.T) {
 		dataplane.StartEchoBackend(t, "even", "127.0.0.1:9010")
 		dataplane.StartEchoBackend(t, "odd", "127.0.0.1:9011")
-		ns := newNamespace(t, "many")
+		ns := testenv.NewNamespace(t, env.Client, "many")
 		var routes []string
 		for i := range 100 {
 			svc, port := "even", 9010

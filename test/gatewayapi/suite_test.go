@@ -12,20 +12,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -69,19 +66,12 @@ const (
 // nginx resolves backends through resolver, the test's cluster DNS.
 func startOperator(t *testing.T, resolver string) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.UserAgent = "apigateway-operator"
-	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, opts)
-	require.NoError(t, err)
-	api, err := controller.NewGatewayAPI(mgr)
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 2, GatewayAPI: api}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{
-		DefaultImage: image, ReloaderImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver},
-	}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{
+		UserAgent:  "apigateway-operator",
+		Webhooks:   &webhooks.Options{DefaultImage: image, DefaultReplicas: 2},
+		GatewayAPI: true,
+		Controller: &controller.Options{DefaultImage: image, ReloaderImage: image, MaxConcurrentReconciles: 2, Resolvers: []string{resolver}},
+	})
 }
 
 // standardChannel is Gateway API's standard channel, from the module the
@@ -155,15 +145,6 @@ func waitForStorage(t *testing.T) {
 	}
 }
 
-// newNamespace creates a fresh namespace for one test (envtest cannot
-// delete namespaces) and returns its name.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(t.Context(), ns))
-	return ns.Name
-}
-
 // apply applies manifest with kubectl, as a user would, and returns what
 // kubectl printed on stderr: the API server's warnings.
 func apply(t *testing.T, manifest string) string {
@@ -173,20 +154,12 @@ func apply(t *testing.T, manifest string) string {
 	return res.Stderr
 }
 
-// waitCondition waits until gw's condition typ has status and reason, and
+// waitCondition waits (testenv.AwaitCondition, within waitFor) until gw's
+// condition typ has status and reason for its current generation, and
 // returns the gateway.
 func waitCondition(t *testing.T, gw client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) *v1.APIGateway {
 	t.Helper()
-	cur := &v1.APIGateway{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, env.Client.Get(context.Background(), gw, cur))
-		cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, cond, "no %s condition", typ)
-		assert.Equal(c, status, cond.Status)
-		assert.Equal(c, reason, cond.Reason, "message: %s", cond.Message)
-		assert.Equal(c, cur.Generation, cond.ObservedGeneration)
-	}, waitFor, tick, "APIGateway %s: %s=%s %s", gw, typ, status, reason)
-	return cur
+	return testenv.AwaitCondition(t, env.Client, gw, testenv.Condition{Type: typ, Status: status, Reason: reason, Current: true}, waitFor)
 }
 
 // logDuration logs how long what took, once the returned function runs.

@@ -28,6 +28,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // downFor is how long the operator stays down under write load.
@@ -43,7 +44,9 @@ const downFor = 30 * time.Second
 // owner keeps serving.
 func TestOperatorDown(t *testing.T) {
 	op := startOperator(t)
-	holderNS, intruderNS, ns := newNamespace(t, "holder"), newNamespace(t, "intruder"), newNamespace(t, "down")
+	holderNS := testenv.NewNamespace(t, env.Client, "holder")
+	intruderNS := testenv.NewNamespace(t, env.Client, "intruder")
+	ns := testenv.NewNamespace(t, env.Client, "down")
 	holder := gateway(holderNS, "holder", "shared.example.com", "/api/")
 	require.NoError(t, env.Client.Create(t.Context(), holder))
 	awaitIngressPaths(t, holder, "shared.example.com /api")
@@ -52,7 +55,7 @@ func TestOperatorDown(t *testing.T) {
 
 	load := startLoad(t, ns, 2)
 	load.await(t, 20)
-	op.stop(t)
+	op.Stop(t)
 	down := time.Now()
 	load.phase("down")
 

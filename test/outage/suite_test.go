@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -19,6 +18,7 @@ import (
 	"example.com/apigateway-operator/api/v1/defaults"
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -43,67 +43,28 @@ const (
 // The operator's flags in this suite: values no test object sets itself.
 var operatorDefaults = defaults.Operator{Image: "registry.example/outage-gateway:1.0", Replicas: 2}
 
-// operator is a running operator: webhooks, reconciler and the policy's
-// parameters, as main wires them.
-type operator struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// startOperator starts an operator and waits until its webhook server
-// serves and it has written its defaults for the policy.
-func startOperator(t *testing.T) *operator {
+// startOperator starts an operator (webhooks, reconciler and the policy's
+// parameters, as main wires them) and waits until its webhook server
+// serves and it has written its defaults for the policy. Stop stops it as
+// when its last replica goes away.
+func startOperator(t *testing.T) *testenv.Running {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, managerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{
-		DefaultImage: operatorDefaults.Image, DefaultReplicas: operatorDefaults.Replicas,
-	}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: operatorDefaults.Image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 4}))
+	mgr := operatortest.NewManager(t, env, operatortest.Options{
+		Webhooks:   &webhooks.Options{DefaultImage: operatorDefaults.Image, DefaultReplicas: operatorDefaults.Replicas},
+		Controller: &controller.Options{DefaultImage: operatorDefaults.Image, ReloaderImage: "apigateway-operator:test", MaxConcurrentReconciles: 4},
+	})
 	params := types.NamespacedName{Namespace: policy.ParamsNamespace, Name: policy.ParamsName}
 	require.NoError(t, mgr.Add(webhooks.PolicyParams{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(),
 		ConfigMap: params, Defaults: operatorDefaults, Every: 200 * time.Millisecond}))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { op.stop(t) })
+	op := testenv.RunManager(t, mgr, waitFor)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, mgr.GetWebhookServer().StartedChecker()(nil))
 		cm := &corev1.ConfigMap{}
-		require.NoError(c, env.Client.Get(ctx, params, cm))
+		require.NoError(c, env.Client.Get(t.Context(), params, cm))
 		require.Equal(c, operatorDefaults.PolicyData(), cm.Data)
 	}, waitFor, tick, "the operator did not start serving and write its defaults")
 	return op
-}
-
-func managerOptions() ctrl.Options {
-	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
-	return opts
-}
-
-// stop stops the operator, as when its last replica goes away, and waits
-// (bounded) until it has; a second call does nothing.
-func (o *operator) stop(t *testing.T) {
-	t.Helper()
-	o.cancel()
-	select {
-	case err, ok := <-o.done:
-		if ok {
-			close(o.done)
-			assert.NoError(t, err, "the operator stopped with an error")
-		}
-	case <-time.After(waitFor):
-		t.Fatal("the operator did not stop")
-	}
-}
-
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, env.Client.Create(t.Context(), ns))
-	return ns.Name
 }
 
 // gateway is a gateway with one route per host/path pair, leaving image

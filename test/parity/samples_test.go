@@ -5,15 +5,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/offline"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // TestSamplesParity runs `kubectl apply --dry-run=server` (strict field
@@ -51,7 +49,7 @@ func TestSamplesParity(t *testing.T) {
 		require.NoError(t, res.Err, res.Stderr)
 		t.Cleanup(func() { assert.NoError(t, env.Kubectl(context.Background(), nil, "delete", "-f", f, "--wait").Err) })
 	}
-	waitCached(t, mgr.GetClient(), seedDocs)
+	testenv.AwaitCached(t, mgr.GetClient(), keysOf(seedDocs)...)
 	cluster, err := offline.ClusterGateways(ctx, env.Kubeconfig, "")
 	require.NoError(t, err)
 	require.Len(t, cluster, len(seedDocs), "--kubeconfig reads the seeds back")
@@ -129,21 +127,16 @@ func validateAgainstCluster(t *testing.T, conflicting string) {
 	assert.Contains(t, string(out), "nowhere")
 }
 
-// waitCached waits until the manager's cache, which the conflict check
-// reads, holds the gateways of docs.
-func waitCached(t *testing.T, c client.Reader, docs []offline.Document) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, d := range docs {
-			ns := d.Object.GetNamespace()
-			if ns == "" {
-				ns = "default"
-			}
-			if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Object.GetName()}, &v1.APIGateway{}) != nil {
-				return false, nil
-			}
+// keysOf are the keys of the gateways of docs, in the default namespace
+// when they name none, as kubectl applies them.
+func keysOf(docs []offline.Document) []client.ObjectKey {
+	keys := make([]client.ObjectKey, 0, len(docs))
+	for _, d := range docs {
+		ns := d.Object.GetNamespace()
+		if ns == "" {
+			ns = "default"
 		}
-		return true, nil
-	})
-	require.NoError(t, err, "the webhooks' cache never saw the gateways")
+		keys = append(keys, client.ObjectKey{Namespace: ns, Name: d.Object.GetName()})
+	}
+	return keys
 }

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"example.com/apigateway-operator/api/v1/defaults"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	"example.com/apigateway-operator/webhooks"
 )
@@ -41,11 +41,7 @@ var operatorDefaults = defaults.Operator{Image: "registry.example.com/nginx:1.29
 // startWebhooks runs the webhooks as main wires them until the test ends.
 func startWebhooks(t *testing.T) ctrl.Manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, env.ManagerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{
+	return operatortest.Start(t, env, operatortest.Options{Webhooks: &webhooks.Options{
 		DefaultImage: operatorDefaults.Image, DefaultReplicas: operatorDefaults.Replicas,
-	}))
-	env.StartManager(t, mgr)
-	return mgr
+	}})
 }

@@ -53,7 +53,7 @@ type runningPod struct {
 
 func startKubelet(t *testing.T, c client.Client, ns string, resolvConf func(int) string) *kubelet {
 	t.Helper()
-	k := &kubelet{t: t, c: c, ns: ns, dir: shortTempDir(t), resolvConf: resolvConf, pods: map[string]*runningPod{}}
+	k := &kubelet{t: t, c: c, ns: ns, dir: gatewaypod.TempDir(t, "rl"), resolvConf: resolvConf, pods: map[string]*runningPod{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -214,11 +214,4 @@ func createNode(t *testing.T, c client.Client) {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
 	require.NoError(t, client.IgnoreAlreadyExists(c.Create(context.Background(), node)))
-}
-
-func shortTempDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "rl-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }

@@ -26,9 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -36,6 +34,7 @@ import (
 	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/gatewaypod"
 	"example.com/apigateway-operator/test/netns"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -65,30 +64,12 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-// startOperator runs the reconciler as main wires it until stop is called
-// or the test ends.
-func startOperator(t *testing.T, opts controller.Options) (stop func()) {
+// startOperator runs the reconciler as main wires it until Stop or the
+// end of the test.
+func startOperator(t *testing.T, opts controller.Options) *testenv.Running {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.UserAgent = "apigateway-operator-test"
-	mopts := env.ManagerOptions()
-	mopts.Cache = controller.CacheOptions()
-	mgr, err := ctrl.NewManager(cfg, mopts)
-	require.NoError(t, err)
-	require.NoError(t, controller.SetupWithManager(mgr, opts))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &opts})
+	return testenv.RunManager(t, mgr, waitFor)
 }
 
 // backends are the Services' pods: one echo server on hostIP that says
@@ -119,26 +100,25 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 	env.RunControllers(t, "deployment", "replicaset", "endpointslice")
 	createNode(t, env.Client)
 	port := startBackends(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "reload-"}}
-	require.NoError(t, env.Client.Create(ctx, ns))
+	ns := testenv.NewNamespace(t, env.Client, "reload")
 
 	// Both pods start with the resolvers the operator is given; the
 	// second pod's resolv.conf names no DNS server, which matters once
 	// the configuration asks for the pods' own (below).
-	startKubelet(t, env.Client, ns.Name, func(i int) string {
+	startKubelet(t, env.Client, ns, func(i int) string {
 		if i == 1 {
 			return "search svc.cluster.local\n"
 		}
 		return "nameserver " + hostIP + "\n"
 	})
 	opts := controller.Options{DefaultImage: "nginx", ReloaderImage: "apigateway-operator:test", Resolvers: []string{hostIP}}
-	stopOperator := startOperator(t, opts)
+	op := startOperator(t, opts)
 
 	route := func(path string) v1.Route {
 		return v1.Route{Host: "shop.example.com", Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: "web", Port: v1.PortNumber(port)}}
 	}
 	gw := &v1.APIGateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
 		Spec:       v1.APIGatewaySpec{Image: "nginx:test", Replicas: ptr.To[int32](2), Routes: []v1.Route{route("/cart")}},
 	}
 	require.NoError(t, env.Client.Create(ctx, gw))
@@ -161,7 +141,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		}
 		assert.Equal(t, pods, podUIDs(t, gw), "pods were replaced")
 		var rs appsv1.ReplicaSetList
-		require.NoError(t, env.Client.List(ctx, &rs, client.InNamespace(ns.Name)))
+		require.NoError(t, env.Client.List(ctx, &rs, client.InNamespace(ns)))
 		assert.Len(t, rs.Items, 1, "the Deployment rolled out")
 		assert.Equal(t, int32(2), get(t, gw).Status.LiveReplicas)
 	})
@@ -169,12 +149,14 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 	t.Run("a refused configuration shows and the pod keeps the previous one", func(t *testing.T) {
 		// The operator, restarted without resolvers, renders the pods' own
 		// (NGINX_LOCAL_RESOLVERS); the second pod's nginx refuses that.
-		stopOperator()
+		op.Stop(t)
 		opts.Resolvers = nil
 		startOperator(t, opts)
 		// The first pod reloads, the second refuses: the condition says
 		// both once both have had the configuration.
-		cond := waitCondition(t, gw, v1.ConditionLive, metav1.ConditionFalse, v1.ReasonConfigurationRefused, "1 of 2 ready replicas serve")
+		cond := meta.FindStatusCondition(testenv.AwaitCondition(t, env.Client, client.ObjectKeyFromObject(gw), testenv.Condition{
+			Type: v1.ConditionLive, Status: metav1.ConditionFalse, Reason: v1.ReasonConfigurationRefused, Saying: "1 of 2 ready replicas serve",
+		}, waitFor).Status.Conditions, v1.ConditionLive)
 		refuser := podNamed(t, gw, 1)
 		assert.Contains(t, cond.Message, "pod "+refuser+" refused it (NginxTestFailed)")
 		assert.Contains(t, cond.Message, "nginx: [emerg] no name servers defined")
@@ -187,7 +169,7 @@ func TestRouteChangeGoesLiveWithoutNewPods(t *testing.T) {
 		assert.Equal(t, pods, podUIDs(t, gw))
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var events eventsv1.EventList
-			require.NoError(c, env.Client.List(ctx, &events, client.InNamespace(ns.Name)))
+			require.NoError(c, env.Client.List(ctx, &events, client.InNamespace(ns)))
 			found := false
 			for _, e := range events.Items {
 				found = found || (e.Regarding.Name == gw.Name && e.Reason == v1.ReasonConfigurationRefused && e.Type == corev1.EventTypeWarning)
@@ -220,23 +202,6 @@ func get(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
 func patch(t *testing.T, gw *v1.APIGateway, format string, args ...any) {
 	t.Helper()
 	require.NoError(t, env.Client.Patch(context.Background(), gw, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, format, args...))))
-}
-
-// waitCondition waits until the gateway's condition typ has status and
-// reason, and a message that says saying.
-func waitCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason, saying string) metav1.Condition {
-	t.Helper()
-	var cond metav1.Condition
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cur := get(t, gw)
-		found := meta.FindStatusCondition(cur.Status.Conditions, typ)
-		require.NotNil(c, found)
-		assert.Equal(c, status, found.Status, found.Message)
-		assert.Equal(c, reason, found.Reason, found.Message)
-		assert.Contains(c, found.Message, saying)
-		cond = *found
-	}, waitFor, tick)
-	return cond
 }
 
 func assertCondition(t *testing.T, gw *v1.APIGateway, typ string, status metav1.ConditionStatus, reason string) {

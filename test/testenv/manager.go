@@ -1,12 +1,9 @@
 package testenv
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -41,33 +38,12 @@ func (e *Env) ManagerOptions() manager.Options {
 }
 
 // StartManager runs mgr until the test ends and returns once its caches have
-// synced and, when it has one, its webhook server is serving TLS. The test
-// fails if the manager stops with an error.
+// synced and, when the env installed webhook configurations, its webhook
+// server is serving TLS (AwaitStarted, within a minute). The test fails if
+// the manager stops with an error, or does not stop within a minute of the
+// test's end.
 func (e *Env) StartManager(t testing.TB, mgr manager.Manager) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
-
-	waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-	defer waitCancel()
-	if !mgr.GetCache().WaitForCacheSync(waitCtx) {
-		t.Fatal("manager caches did not sync within a minute")
-	}
-	if e.Webhooks == nil {
-		return
-	}
-	started := mgr.GetWebhookServer().StartedChecker()
-	err := wait.PollUntilContextCancel(waitCtx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("webhook server did not serve TLS within a minute: %v", errors.Join(err, started(nil)))
-	}
+	RunManager(t, mgr, time.Minute)
+	AwaitStarted(t, mgr, e.Webhooks != nil, time.Minute)
 }

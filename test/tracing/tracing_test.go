@@ -20,10 +20,10 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/operatortest"
 	"example.com/apigateway-operator/test/testenv"
 	optracing "example.com/apigateway-operator/tracing"
 	"example.com/apigateway-operator/webhooks"
@@ -66,11 +66,10 @@ func TestOneApplyOneTrace(t *testing.T) {
 	stop, err := optracing.Setup(t.Context(), "http://"+collector.addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stop(context.Background()) })
-	mgr, err := ctrl.NewManager(env.Config, managerOptions())
-	require.NoError(t, err)
-	require.NoError(t, webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: "nginx:1.27", DefaultReplicas: 2, Tracing: true}))
-	require.NoError(t, controller.SetupWithManager(mgr, controller.Options{DefaultImage: "nginx:1.27", ReloaderImage: "apigateway-operator:test"}))
-	env.StartManager(t, mgr)
+	operatortest.Start(t, env, operatortest.Options{
+		Webhooks:   &webhooks.Options{DefaultImage: "nginx:1.27", DefaultReplicas: 2, Tracing: true},
+		Controller: &controller.Options{DefaultImage: "nginx:1.27", ReloaderImage: "apigateway-operator:test"},
+	})
 
 	res := env.Kubectl(t.Context(), strings.NewReader(`apiVersion: example.com/v1
 kind: APIGateway
@@ -136,12 +135,6 @@ spec:
 		kinds := collector.childKinds(reconcile)
 		assert.Subset(c, kinds, []string{"ConfigMap", "Deployment", "Service", "Ingress"})
 	}, time.Minute, 200*time.Millisecond, "the reconcile's spans")
-}
-
-func managerOptions() ctrl.Options {
-	opts := env.ManagerOptions()
-	opts.Cache = controller.CacheOptions()
-	return opts
 }
 
 // span is what the test keeps of an exported span.
