@@ -163,7 +163,7 @@ netns: ## Install ip, unshare and nsenter for the gateway pods' network namespac
 
 .PHONY: bench
 bench: k8s build nginx netns ## Micro-benchmarks and the B1-B9 table (also written to bin/bench.md).
-	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller
+	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller ./render ./api/v1/validation
 	$(TEST_ENV) go run ./hack/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
 
 ##@ Build
