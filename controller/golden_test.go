@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation/validationtest"
 	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/render/rendertest"
 )
@@ -45,10 +44,8 @@ func goldenYAML(t *testing.T, name string, obj any) {
 // The renderer's fixtures (package rendertest), under the names these
 // tests use.
 var (
-	route          = rendertest.Route
-	gateway        = rendertest.Gateway
-	hostileStrings = validationtest.HostileStrings
-	maximalHost    = validationtest.MaximalHost
+	route   = rendertest.Route
+	gateway = rendertest.Gateway
 )
 
 // testGateways are the gateways the builders' golden files show.

@@ -99,7 +99,7 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 // included, and what it last applied would otherwise never equal what it
 // wants (every reconcile would apply again).
 func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
-	groups := ruleGroups(gw, paths)
+	groups := ruleGroups(paths)
 	perRule := ruleSize(groups)
 	var rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
 	for _, g := range groups {
@@ -142,7 +142,7 @@ type ruleGroup struct {
 // still waits for. Paths without timeouts are never merged into a group
 // that has one: their Gateway keeps its own default, as before timeouts
 // existed.
-func ruleGroups(gw *v1.APIGateway, paths []ingressPath) []ruleGroup {
+func ruleGroups(paths []ingressPath) []ruleGroup {
 	seconds := make([]int32, len(paths))
 	var distinct []int32
 	for i, p := range paths {

@@ -196,7 +196,12 @@ func (c *ruleCompiler) celStrings(path, message string) map[string]bool {
 		if rule.Message != message {
 			continue
 		}
-		parsed, errs := parser.Parse(common.NewTextSource(rule.Rule))
+		p, err := parser.NewParser()
+		if err != nil {
+			c.fail(path, "no CEL parser: "+err.Error())
+			return nil
+		}
+		parsed, errs := p.Parse(common.NewTextSource(rule.Rule))
 		if len(errs.GetErrors()) > 0 {
 			c.fail(path, "a CEL rule that does not parse: "+errs.ToDisplayString())
 			return nil
