@@ -28,6 +28,7 @@ COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
 COPY ownership/ ownership/
 COPY reloader/ reloader/
+COPY render/ render/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
 COPY tracing/ tracing/
