@@ -174,6 +174,9 @@ func (b *Budget) maxBody(copies int64, share Share) int64 {
 func (b *Budget) Wrap(next http.Handler, copies int64, share Share) http.Handler {
 	maxBody := b.maxBody(copies, share)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The server set the connection's write deadline when it read
+		// the headers, just now: before the body, which may take long.
+		w = paced(w, r)
 		if r.ContentLength > maxBody {
 			http.Error(w, fmt.Sprintf("the request body of %d bytes is larger than the %d bytes the webhook server accepts on %s: "+
 				"all requests in flight together may hold %d bytes, and one to %s holds %d times its body",
@@ -197,7 +200,7 @@ func (b *Budget) Wrap(next http.Handler, copies int64, share Share) http.Handler
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ctx := context.WithValue(context.WithValue(r.Context(), holdKey{}, h), bodyKey{}, body)
-		next.ServeHTTP(paced(w, r), r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
