@@ -44,15 +44,21 @@ type limitCheck func(reflect.Value) bool
 // milliseconds of YAML that the commands which never check a spec, such as
 // the reloader in every gateway pod, do not pay at start): the walk of a
 // 100-route spec then reflects over values only, never over types.
-var specLimits = sync.OnceValue(func() limitCheck { return mustCompileSpecLimits(crd.APIGateways) })
+var specLimits = sync.OnceValue(func() limitCheck { return compileSpecLimits(embeddedSpec()) })
 
-func mustCompileSpecLimits(crdYAML []byte) limitCheck {
-	spec, err := v1SpecSchema(crdYAML)
+// embeddedSpec is the v1 spec's schema in the embedded CRD, decoded once
+// for both of what is compiled from it (specLimits, rules).
+var embeddedSpec = sync.OnceValue(func() *apiextensionsv1.JSONSchemaProps {
+	spec, err := v1SpecSchema(crd.APIGateways)
 	if err != nil {
 		// The CRD is generated and embedded at build time: a binary whose
 		// CRD does not parse must not start.
 		panic(fmt.Sprintf("validation: the embedded CRD: %v", err))
 	}
+	return spec
+})
+
+func compileSpecLimits(spec *apiextensionsv1.JSONSchemaProps) limitCheck {
 	check := compileLimits(reflect.TypeFor[v1.APIGatewaySpec](), spec, false)
 	if check == nil {
 		return func(reflect.Value) bool { return true }

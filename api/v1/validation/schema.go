@@ -12,8 +12,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
-	"example.com/apigateway-operator/manifests/crd"
 )
 
 // The bounds, patterns and enums the rules check are the v1 schema's,
@@ -56,23 +54,27 @@ type schemaRules struct {
 
 // rules is compiled once, on first use, as specLimits is: a rule then reads
 // a field of a struct, as it read a constant before.
-var rules = sync.OnceValue(func() *schemaRules { return mustCompileRules(crd.APIGateways) })
-
-func mustCompileRules(crdYAML []byte) *schemaRules {
-	r, err := compileRules(crdYAML)
+var rules = sync.OnceValue(func() *schemaRules {
+	r, err := rulesOf(embeddedSpec())
 	if err != nil {
 		// The CRD is generated and embedded at build time: a binary whose
 		// CRD lacks a bound its rules read must not start.
 		panic(fmt.Sprintf("validation: the embedded CRD: %v", err))
 	}
 	return r
-}
+})
 
+// compileRules reads the rules from a CRD's YAML.
 func compileRules(crdYAML []byte) (*schemaRules, error) {
 	spec, err := v1SpecSchema(crdYAML)
 	if err != nil {
 		return nil, err
 	}
+	return rulesOf(spec)
+}
+
+// rulesOf reads the rules from the v1 spec's schema.
+func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 	c := ruleCompiler{spec: spec}
 	route := "routes[]."
 	r := &schemaRules{
