@@ -18,6 +18,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/reloader"
+	"example.com/apigateway-operator/render"
 )
 
 const (
@@ -185,7 +186,7 @@ func desiredDeployment(gw *v1.APIGateway, p deploymentParams) *appsv1ac.Deployme
 		WithLabels(childLabels(gw)).
 		WithOwnerReferences(ownerReference(gw)).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicas(gw)).
+			WithReplicas(render.Replicas(gw)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(childLabels(gw)).

@@ -715,7 +715,7 @@ func TestHTTPRouteTimeoutsWithinGatewayAPILimits(t *testing.T) {
 				if c, r := tc.timeout(i); c > 0 || r > 0 {
 					routes[i] = withTimeouts(routes[i], c, r)
 				}
-				own[fmt.Sprintf("PathPrefix /p%03d", i)] = requestSeconds(render.SortedRoutes(routes[i : i+1])[0])
+				own[fmt.Sprintf("PathPrefix /p%03d", i)] = requestSeconds(render.Resolve(gateway("one", routes[i]), render.Options{}).Routes[0])
 			}
 			r := builtHTTPRoutes(t, httpRouteGateway("many", publicGateway, routes...))[h]
 			require.NotNil(t, r)

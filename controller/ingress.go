@@ -58,7 +58,7 @@ type ingressPath struct {
 	pathType networkingv1.PathType
 	// route is the route nginx serves the path from, resolved: of routes
 	// that match alike, the first in the renderer's order
-	// (render.SortedRoutes), which the HTTPRoutes take its timeouts from.
+	// (render.Gateway.Sorted), which the HTTPRoutes take its timeouts from.
 	route render.Route
 }
 

@@ -10,6 +10,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/reloader"
+	"example.com/apigateway-operator/render"
 )
 
 // podReport is what the operator learned of one of the gateway's own pods
@@ -55,7 +56,7 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 		return liveState{condition: cond(metav1.ConditionFalse, ReasonDeploymentMissing, "the gateway's Deployment does not exist yet")}
 	case !hasReloader(dep):
 		return legacyLive(gw, dep, hash)
-	case replicas(gw) == 0:
+	case render.Replicas(gw) == 0:
 		return liveState{condition: cond(metav1.ConditionFalse, ReasonScaledToZero, "spec.replicas is 0: no pod serves the routes")}
 	}
 	short := hash[:12]

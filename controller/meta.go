@@ -5,7 +5,6 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/render"
 )
 
 const (
@@ -64,8 +63,3 @@ func ownerReference(gw *v1.APIGateway) *metav1ac.OwnerReferenceApplyConfiguratio
 
 // configMapName is the name of the ConfigMap holding gw's configuration.
 func configMapName(gw *v1.APIGateway) string { return gw.Name + "-config" }
-
-// replicas is how many pods gw asks for, as the resolved gateway has it
-// (render.Gateway.Replicas: spec.replicas, or the default when the
-// defaulting webhook and policy did not run).
-func replicas(gw *v1.APIGateway) int32 { return render.Resolve(gw, render.Options{}).Replicas }

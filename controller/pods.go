@@ -25,6 +25,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/reloader"
+	"example.com/apigateway-operator/render"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -63,7 +64,7 @@ func (r *Reconciler) podTemplate(ctx context.Context, gw *v1.APIGateway, want De
 // configuration to compare with and pods that can say (liveStatus).
 func (r *Reconciler) liveStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, hash string) liveState {
 	var reports []podReport
-	if hash != "" && dep != nil && hasReloader(dep) && replicas(gw) > 0 {
+	if hash != "" && dep != nil && hasReloader(dep) && render.Replicas(gw) > 0 {
 		reports = r.podReports(ctx, gw, dep)
 	}
 	return liveStatus(gw, dep, failures, hash, reports)
@@ -166,7 +167,7 @@ func ownPods(dep *appsv1.Deployment, sets []appsv1.ReplicaSet, pods []corev1.Pod
 // More pods than that are a ReplicaSet someone else added under the
 // Deployment, or pods still terminating, which the limit leaves out.
 func maxPodReports(gw *v1.APIGateway) int {
-	n := int(replicas(gw))
+	n := int(render.Replicas(gw))
 	return n + (n+3)/4
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/render"
 )
 
 // Condition reasons. Each says what a person can do about it.
@@ -115,19 +116,19 @@ func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []
 	case dep == nil:
 		c.Message = "creating the Deployment"
 	case !rolledOut(gw, dep):
-		c.Message = fmt.Sprintf("%d of %d pods run the current pod template", dep.Status.UpdatedReplicas, replicas(gw))
+		c.Message = fmt.Sprintf("%d of %d pods run the current pod template", dep.Status.UpdatedReplicas, render.Replicas(gw))
 	case live.Reason == v1.ReasonReloading:
 		c.Reason, c.Message = live.Reason, live.Message
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutComplete
-		c.Message = fmt.Sprintf("all %d pods run the current pod template", replicas(gw))
+		c.Message = fmt.Sprintf("all %d pods run the current pod template", render.Replicas(gw))
 	}
 	return c
 }
 
 func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, live metav1.Condition) metav1.Condition {
 	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse}
-	want := replicas(gw)
+	want := render.Replicas(gw)
 	switch {
 	case len(failures) > 0:
 		// First: it says what keeps the Deployment from existing or
@@ -193,7 +194,7 @@ func exposureKind(gw *v1.APIGateway) string {
 // rolledOut reports whether the Deployment controller has seen the current
 // Deployment spec and every pod it keeps is of the current template.
 func rolledOut(gw *v1.APIGateway, dep *appsv1.Deployment) bool {
-	want := replicas(gw)
+	want := render.Replicas(gw)
 	s := dep.Status
 	return s.ObservedGeneration >= dep.Generation &&
 		s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas >= want

@@ -67,7 +67,7 @@ type Route struct {
 func Resolve(gw *v1.APIGateway, opts Options) *Gateway {
 	m := &Gateway{
 		Name: gw.Name, GenerateName: gw.GenerateName, Namespace: gw.Namespace,
-		Replicas:      ptr.Deref(gw.Spec.Replicas, defaults.DefaultReplicas),
+		Replicas:      Replicas(gw),
 		Routes:        resolveRoutes(gw.Spec.Routes),
 		ClusterDomain: opts.ClusterDomain,
 		Options:       opts,
@@ -76,6 +76,14 @@ func Resolve(gw *v1.APIGateway, opts Options) *Gateway {
 		m.ClusterDomain = DefaultClusterDomain
 	}
 	return m
+}
+
+// Replicas is how many pods gw runs: spec.replicas, or
+// defaults.DefaultReplicas when it is unset (the write bypassed the
+// defaulting webhook and policy). Resolve's Replicas; the reconciler,
+// which needs only this, reads it without resolving the routes.
+func Replicas(gw *v1.APIGateway) int32 {
+	return ptr.Deref(gw.Spec.Replicas, defaults.DefaultReplicas)
 }
 
 // Sorted are m's routes in the order the renderer serves them: sorted
@@ -98,12 +106,6 @@ func (m *Gateway) Sorted() []Route {
 		out[i] = keyed[i].r
 	}
 	return out
-}
-
-// SortedRoutes are routes resolved, in the order the renderer serves them
-// (Gateway.Sorted).
-func SortedRoutes(routes []v1.Route) []Route {
-	return (&Gateway{Routes: resolveRoutes(routes)}).Sorted()
 }
 
 // resolveRoutes are routes, each resolved, in their order.

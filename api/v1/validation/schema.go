@@ -64,15 +64,6 @@ var rules = sync.OnceValue(func() *schemaRules {
 	return r
 })
 
-// compileRules reads the rules from a CRD's YAML.
-func compileRules(crdYAML []byte) (*schemaRules, error) {
-	spec, err := v1SpecSchema(crdYAML)
-	if err != nil {
-		return nil, err
-	}
-	return rulesOf(spec)
-}
-
 // rulesOf reads the rules from the v1 spec's schema.
 func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 	c := ruleCompiler{spec: spec}
