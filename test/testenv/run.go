@@ -20,7 +20,6 @@ type Running struct {
 	done   chan error
 	within time.Duration
 	once   sync.Once
-	err    error
 }
 
 // RunManager runs mgr until Stop or the end of the test, without waiting
@@ -61,14 +60,13 @@ func (r *Running) halt() (err error) {
 	r.once.Do(func() {
 		r.cancel()
 		select {
-		case r.err = <-r.done:
-			if r.err != nil {
-				r.err = fmt.Errorf("manager stopped with an error: %w", r.err)
+		case err = <-r.done:
+			if err != nil {
+				err = fmt.Errorf("manager stopped with an error: %w", err)
 			}
 		case <-time.After(r.within):
-			r.err = fmt.Errorf("manager did not stop within %s", r.within)
+			err = fmt.Errorf("manager did not stop within %s", r.within)
 		}
-		err = r.err
 	})
 	return err
 }
