@@ -22,10 +22,11 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// addKnownTypes registers APIGateway and APIGatewayList. The package depends
-// on apimachinery only, so clients can import it cheaply.
+// addKnownTypes registers the package's kinds and their lists. The package
+// depends on apimachinery only, so clients can import it cheaply.
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &APIGateway{}, &APIGatewayList{})
+	s.AddKnownTypes(GroupVersion, &APIGateway{}, &APIGatewayList{},
+		&HostClaim{}, &HostClaimList{}, &DomainBinding{}, &DomainBindingList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
