@@ -201,3 +201,18 @@ func HostFamily(host string) string {
 
 // IsWildcard reports whether host starts with "*.".
 func IsWildcard(host string) bool { return strings.HasPrefix(host, "*.") }
+
+// Covers reports whether the owner of host owned owns name too: name is
+// owned itself or lies below it. x.shop.example.com and *.shop.example.com
+// are below shop.example.com (a name below a host shares its cookies);
+// a.example.com, x.a.example.com and *.a.example.com are below
+// *.example.com, and example.com is not. A DomainBinding's domain covers
+// names the same way. The admission policy for HTTPRoutes and Ingresses
+// holds the same rule in CEL, tested against TestCovers' cases.
+func Covers(owned, name string) bool {
+	return owned == name || strings.HasSuffix(name, "."+strings.TrimPrefix(owned, "*."))
+}
+
+// Overlap reports whether two hosts cannot belong to two namespaces: one
+// covers the other.
+func Overlap(a, b string) bool { return Covers(a, b) || Covers(b, a) }
