@@ -133,10 +133,15 @@ func TestModesRenderTheirOverlays(t *testing.T) {
 			}
 			want = slices.DeleteFunc(want, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
 			got := objects(t, helmTemplate(t, tc.set...))
-			crd := byKey(got)["CustomResourceDefinition//apigateways.example.com"]
-			require.NotNil(t, crd)
-			assert.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"])
-			unstructured.RemoveNestedField(crd.Object, "metadata", "annotations", "helm.sh/resource-policy")
+			crds := 0
+			for _, o := range got {
+				if o.GetKind() == "CustomResourceDefinition" {
+					crds++
+					assert.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"], o.GetName())
+					unstructured.RemoveNestedField(o.Object, "metadata", "annotations", "helm.sh/resource-policy")
+				}
+			}
+			require.Equal(t, len(crdNames), crds, "the chart's CRDs")
 
 			assert.ElementsMatch(t, slices.Collect(maps.Keys(byKey(want))), slices.Collect(maps.Keys(byKey(got))))
 			for k, w := range byKey(want) {
@@ -219,7 +224,9 @@ func TestValues(t *testing.T) {
 		"CRD deleted on uninstall when asked": {
 			set: []string{"crds.keep=false"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
-				assert.NotContains(t, objs["CustomResourceDefinition//apigateways.example.com"].GetAnnotations(), "helm.sh/resource-policy")
+				for _, name := range crdNames {
+					assert.NotContains(t, objs["CustomResourceDefinition//"+name].GetAnnotations(), "helm.sh/resource-policy", name)
+				}
 			},
 		},
 	}
@@ -269,6 +276,10 @@ func TestModesServerDryRun(t *testing.T) {
 	}
 }
 
+// crdNames are the chart's CustomResourceDefinitions, each kept on
+// uninstall unless crds.keep=false.
+var crdNames = []string{"apigateways.example.com", "hostclaims.example.com", "domainbindings.example.com"}
+
 // admissionKinds are what makes a leftover dangerous: a webhook whose
 // Service is gone fails (or, with Ignore, slows) every write it matches.
 const admissionKinds = "mutatingwebhookconfigurations,validatingwebhookconfigurations," +
@@ -284,7 +295,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			// testenv installed the CRD without Helm's ownership, which a
 			// fresh cluster does not have.
-			res := env.Kubectl(t.Context(), nil, "delete", "crd", "apigateways.example.com", "--ignore-not-found")
+			res := env.Kubectl(t.Context(), nil, append([]string{"delete", "crd", "--ignore-not-found"}, crdNames...)...)
 			require.NoError(t, res.Err)
 
 			// No --wait: no operator image runs here, and nothing in the
@@ -298,7 +309,8 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)
 			require.NoError(t, err, out)
 			assert.Empty(t, ours(t, admissionKinds), "left behind by helm uninstall")
-			assert.Len(t, ours(t, "customresourcedefinitions"), 1, "crds.keep keeps the CRD and every APIGateway")
+			res = env.Kubectl(t.Context(), nil, append([]string{"get", "crd", "-o", "name"}, crdNames...)...)
+			assert.NoError(t, res.Err, "crds.keep keeps the CRDs, every APIGateway and every host's owner")
 		})
 	}
 }
