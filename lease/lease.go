@@ -96,7 +96,17 @@ func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord
 // this replica holds from the moment the request was sent (it may have
 // reached the API server any time after), one naming nobody (a release)
 // holds no more. A failed write leaves the last good renewal to run out.
+//
+// A release (a record naming another holder: nobody) is written only while
+// this replica holds the lease. client-go's release reads the Lease but
+// decides by the record it observed last; a replica frozen past its lease
+// may not have observed the takeover yet, and would overwrite the new
+// leader's lease with an empty one (seen in test/faults' TestFrozenLeader
+// under load). Not held, there is nothing of ours to release.
 func (l *Lock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, op func(context.Context, resourcelock.LeaderElectionRecord) error) error {
+	if ler.HolderIdentity != l.Identity() && !l.Held() {
+		return nil
+	}
 	sent := l.now()
 	if err := op(ctx, ler); err != nil {
 		return err

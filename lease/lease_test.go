@@ -135,6 +135,49 @@ func TestLockHeldFromTheRenewalSent(t *testing.T) {
 	}
 }
 
+// TestLockReleasesOnlyWhatItHolds: a release by a replica that no longer
+// holds the lease (frozen past it, or it saw the new holder) writes
+// nothing, so the new leader's lease stays; one while held is written.
+func TestLockReleasesOnlyWhatItHolds(t *testing.T) {
+	tests := map[string]struct {
+		before    func(l *Lock, inner *fakeLock, c *clock)
+		wantWrite bool
+	}{
+		"held": {
+			before:    func(*Lock, *fakeLock, *clock) {},
+			wantWrite: true,
+		},
+		"frozen past the deadline, another took over": {
+			before: func(_ *Lock, inner *fakeLock, c *clock) {
+				c.t = c.t.Add(time.Minute)
+				inner.record.HolderIdentity = "replica-b"
+			},
+		},
+		"the release's own read found another holder": {
+			before: func(l *Lock, inner *fakeLock, _ *clock) {
+				inner.record.HolderIdentity = "replica-b"
+				_, _, err := l.Get(context.Background())
+				require.NoError(t, err)
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l, inner, c := newLock()
+			require.NoError(t, l.Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: me}))
+			tc.before(l, inner, c)
+			holder := inner.record.HolderIdentity
+			require.NoError(t, l.Update(t.Context(), resourcelock.LeaderElectionRecord{}))
+			if tc.wantWrite {
+				assert.Empty(t, inner.record.HolderIdentity, "released")
+			} else {
+				assert.Equal(t, holder, inner.record.HolderIdentity, "the new leader's lease was overwritten")
+			}
+			assert.False(t, l.Held())
+		})
+	}
+}
+
 // A renewal counts from when it was sent: the API server may have stored
 // it at any moment after, and the other replicas count from there.
 func TestLockCountsFromTheSend(t *testing.T) {
