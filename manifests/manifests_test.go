@@ -53,7 +53,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, testenv.Options{Webhooks: envtest.WebhookInstallOptions{
+	// Gateway API's CRDs: the hosts policy matches HTTPRoutes
+	// (hosts_policy_test.go).
+	testenv.Main(m, &env, testenv.Options{GatewayAPI: true, Webhooks: envtest.WebhookInstallOptions{
 		// Tests run in this directory.
 		Paths: []string{"webhook"},
 		// The CRD is installed without conversion, as a cluster has it
