@@ -133,10 +133,13 @@ func TestModesRenderTheirOverlays(t *testing.T) {
 			}
 			want = slices.DeleteFunc(want, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
 			got := objects(t, helmTemplate(t, tc.set...))
-			crd := byKey(got)["CustomResourceDefinition//apigateways.example.com"]
-			require.NotNil(t, crd)
-			assert.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"])
-			unstructured.RemoveNestedField(crd.Object, "metadata", "annotations", "helm.sh/resource-policy")
+			require.NotNil(t, byKey(got)["CustomResourceDefinition//apigateways.example.com"])
+			for _, crd := range got {
+				if crd.GetKind() == "CustomResourceDefinition" {
+					assert.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"], crd.GetName())
+					unstructured.RemoveNestedField(crd.Object, "metadata", "annotations", "helm.sh/resource-policy")
+				}
+			}
 
 			assert.ElementsMatch(t, slices.Collect(maps.Keys(byKey(want))), slices.Collect(maps.Keys(byKey(got))))
 			for k, w := range byKey(want) {
@@ -284,7 +287,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			// testenv installed the CRD without Helm's ownership, which a
 			// fresh cluster does not have.
-			res := env.Kubectl(t.Context(), nil, "delete", "crd", "apigateways.example.com", "--ignore-not-found")
+			res := env.Kubectl(t.Context(), nil, "delete", "crd", "apigateways.example.com", "hostclaims.example.com", "domainbindings.example.com", "--ignore-not-found")
 			require.NoError(t, res.Err)
 
 			// No --wait: no operator image runs here, and nothing in the
@@ -292,7 +295,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			out, err := helm(t, "install", "apigateway-operator", chartDir(), "--namespace", release, "--create-namespace",
 				"--set", "webhook.failurePolicy=Fail", "--set", "certificates.mode="+mode)
 			require.NoError(t, err, out)
-			assert.Len(t, ours(t, admissionKinds), 12, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and four ValidatingAdmissionPolicies (warnings, limits, writes, claims), each with its binding")
+			assert.Len(t, ours(t, admissionKinds), 16, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and six ValidatingAdmissionPolicies (warnings, limits, writes, claims, host-claims, domain-bindings), each with its binding")
 			assertUpgradeKeepsInjected(t, mode)
 
 			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)
@@ -301,6 +304,40 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			assert.Len(t, ours(t, "customresourcedefinitions"), 1, "crds.keep keeps the CRD and every APIGateway")
 		})
 	}
+}
+
+// TestHostsPolicyFollowsRelease: the policies that bind HTTPRoutes and
+// Ingresses to host ownership ship in every mode and exempt the
+// operator's ServiceAccount in the release's namespace, whatever it is;
+// namespaced mode keeps them cluster-wide (a host is one name whichever
+// namespace the operator watches).
+func TestHostsPolicyFollowsRelease(t *testing.T) {
+	for _, set := range [][]string{nil, {"watchNamespaces={team-a}"}, {"certificates.mode=certManager"}} {
+		out, err := helm(t, append([]string{"template", "apigateway-operator", chartDir(), "--namespace", "ops"}, setArgs(set)...)...)
+		require.NoError(t, err)
+		objs := byKey(objects(t, out))
+		for _, name := range []string{"apigateway-operator-host-claims", "apigateway-operator-domain-bindings"} {
+			p := objs["ValidatingAdmissionPolicy//"+name]
+			require.NotNil(t, p, "%v: %s", set, name)
+			conditions, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
+			require.Len(t, conditions, 1)
+			assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:ops:apigateway-operator'", conditions[0].(map[string]any)["expression"], "%v", set)
+			_, selects := p.Object["spec"].(map[string]any)["matchConstraints"].(map[string]any)["namespaceSelector"]
+			assert.False(t, selects, "%v: %s sees every namespace", set, name)
+			b := objs["ValidatingAdmissionPolicyBinding//"+name]
+			require.NotNil(t, b, "%v: %s binding", set, name)
+			ref, _, _ := unstructured.NestedMap(b.Object, "spec", "paramRef")
+			assert.Equal(t, map[string]any{"selector": map[string]any{}, "parameterNotFoundAction": "Allow"}, ref)
+		}
+	}
+}
+
+func setArgs(set []string) []string {
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return args
 }
 
 // assertUpgradeKeepsInjected plays the operator (or cainjector) writing the

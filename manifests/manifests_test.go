@@ -154,6 +154,10 @@ var defaultObjects = []string{
 	"mutatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-defaults",
 	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-limits",
 	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-limits",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-host-claims",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-host-claims",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-domain-bindings",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-domain-bindings",
 	"configmap/apigateway-operator-defaults",
 }
 
