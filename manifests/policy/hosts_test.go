@@ -163,10 +163,11 @@ func (c compiledPolicy) holds(t *testing.T, condition string, w write, param *un
 	return results[0].EvalResult.Value().(bool), celconfig.RuntimeCELCostBudget - left
 }
 
-func hostClaim(host, namespace string) *unstructured.Unstructured {
+// hostClaim gives host to team-a.
+func hostClaim(host string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "HostClaim", "metadata": map[string]any{"name": "claim"},
-		"spec": map[string]any{"host": host, "namespace": namespace},
+		"spec": map[string]any{"host": host, "namespace": "team-a"},
 	}}
 }
 
@@ -241,9 +242,9 @@ func TestCoversCEL(t *testing.T) {
 	claims, domains := hostsPolicies(t)
 	for _, tc := range cases {
 		require.Equal(t, tc.Covers, validation.Covers(tc.Owned, tc.Name), "the testdata and validation.Covers disagree")
-		got, _ := claims.holds(t, "variables.below == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Name)}, hostClaim(tc.Owned, "team-a"))
+		got, _ := claims.holds(t, "variables.below == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Name)}, hostClaim(tc.Owned))
 		assert.Equal(t, tc.Covers, got, "a claim on %s covers %s (variables.below)", tc.Owned, tc.Name)
-		got, _ = claims.holds(t, "variables.above == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Owned)}, hostClaim(tc.Name, "team-a"))
+		got, _ = claims.holds(t, "variables.above == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Owned)}, hostClaim(tc.Name))
 		assert.Equal(t, tc.Covers, got, "%s covers a claim on %s (variables.above)", tc.Owned, tc.Name)
 		got, _ = domains.holds(t, "variables.below == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Name)}, domainBinding(tc.Owned, "team-a"))
 		assert.Equal(t, tc.Covers, got, "a binding of %s covers %s (variables.below)", tc.Owned, tc.Name)
@@ -253,7 +254,7 @@ func TestCoversCEL(t *testing.T) {
 // TestHostClaimVerdicts: what the HostClaim policy refuses, and says.
 func TestHostClaimVerdicts(t *testing.T) {
 	claims, _ := hostsPolicies(t)
-	shop := hostClaim("shop.example.com", "team-a")
+	shop := hostClaim("shop.example.com")
 	cases := map[string]struct {
 		w    write
 		want string // a refusal containing this; "" for admitted
@@ -363,7 +364,7 @@ func TestHostsPolicyCost(t *testing.T) {
 	}
 	var total int64
 	for _, v := range claims.policy.Spec.Validations {
-		_, cost := claims.holds(t, v.Expression, w, hostClaim("shop.example.com", "team-a"))
+		_, cost := claims.holds(t, v.Expression, w, hostClaim("shop.example.com"))
 		total += cost
 	}
 	t.Logf("CEL cost of one HostClaim's evaluation, 16 long hostnames replaced: %d (per-evaluation budget %d)", total, celconfig.RuntimeCELCostBudget)
