@@ -320,7 +320,7 @@ func TestHostsPolicyFollowsRelease(t *testing.T) {
 			p := objs["ValidatingAdmissionPolicy//"+name]
 			require.NotNil(t, p, "%v: %s", set, name)
 			conditions, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
-			require.Len(t, conditions, 1)
+			require.NotEmpty(t, conditions)
 			assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:ops:apigateway-operator'", conditions[0].(map[string]any)["expression"], "%v", set)
 			_, selects := p.Object["spec"].(map[string]any)["matchConstraints"].(map[string]any)["namespaceSelector"]
 			assert.False(t, selects, "%v: %s sees every namespace", set, name)

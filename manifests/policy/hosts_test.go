@@ -147,6 +147,18 @@ func (c compiledPolicy) refusals(t *testing.T, w write, param *unstructured.Unst
 	return out
 }
 
+// matchCondition is the expression of the policy's matchCondition name.
+func (c compiledPolicy) matchCondition(t *testing.T, name string) string {
+	t.Helper()
+	for _, m := range c.policy.Spec.MatchConditions {
+		if m.Name == name {
+			return m.Expression
+		}
+	}
+	t.Fatalf("%s has no matchCondition %s", c.policy.Name, name)
+	return ""
+}
+
 // holds evaluates condition, a boolean CEL expression over the policy's
 // variables, for w with param, and returns it with the evaluation's cost.
 func (c compiledPolicy) holds(t *testing.T, condition string, w write, param *unstructured.Unstructured) (bool, int64) {
@@ -231,8 +243,9 @@ type coverCase struct {
 
 // TestCoversCEL holds each CEL form of validation.Covers in hosts.yaml to
 // every case of its testdata (which TestCovers holds the Go function to):
-// a claim's "below" (the claim covers the name), a claim's "above" (the
-// name covers the claim) and a binding's "below".
+// each policy's first pass (a matchCondition), a claim's "below" (the
+// claim covers the name), a claim's "above" (the name covers the claim)
+// and a binding's "below".
 func TestCoversCEL(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "api", "v1", "validation", "testdata", "covers.json"))
 	require.NoError(t, err)
@@ -240,9 +253,17 @@ func TestCoversCEL(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &cases))
 	require.NotEmpty(t, cases)
 	claims, domains := hostsPolicies(t)
+	claimsFirstPass, domainsFirstPass := claims.matchCondition(t, "another-namespace-overlaps"), domains.matchCondition(t, "outside-and-covers")
 	for _, tc := range cases {
 		require.Equal(t, tc.Covers, validation.Covers(tc.Owned, tc.Name), "the testdata and validation.Covers disagree")
-		got, _ := claims.holds(t, "variables.below == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Name)}, hostClaim(tc.Owned))
+		overlap := validation.Overlap(tc.Owned, tc.Name)
+		got, _ := claims.holds(t, claimsFirstPass, write{user: "alice", obj: httpRoute("team-b", tc.Name)}, hostClaim(tc.Owned))
+		assert.Equal(t, overlap, got, "a claim on %s overlaps %s (matchCondition)", tc.Owned, tc.Name)
+		got, _ = claims.holds(t, claimsFirstPass, write{user: "alice", obj: httpRoute("team-b", tc.Owned)}, hostClaim(tc.Name))
+		assert.Equal(t, overlap, got, "a claim on %s overlaps %s (matchCondition)", tc.Name, tc.Owned)
+		got, _ = domains.holds(t, domainsFirstPass, write{user: "alice", obj: httpRoute("team-b", tc.Name)}, domainBinding(tc.Owned, "team-a"))
+		assert.Equal(t, tc.Covers, got, "a binding of %s covers %s (matchCondition)", tc.Owned, tc.Name)
+		got, _ = claims.holds(t, "variables.below == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Name)}, hostClaim(tc.Owned))
 		assert.Equal(t, tc.Covers, got, "a claim on %s covers %s (variables.below)", tc.Owned, tc.Name)
 		got, _ = claims.holds(t, "variables.above == [variables.added[0]]", write{obj: httpRoute("team-b", tc.Owned)}, hostClaim(tc.Name))
 		assert.Equal(t, tc.Covers, got, "%s covers a claim on %s (variables.above)", tc.Owned, tc.Name)
