@@ -303,7 +303,7 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			out, err := helm(t, "install", "apigateway-operator", chartDir(), "--namespace", release, "--create-namespace",
 				"--set", "webhook.failurePolicy=Fail", "--set", "certificates.mode="+mode)
 			require.NoError(t, err, out)
-			assert.Len(t, ours(t, admissionKinds), 12, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and four ValidatingAdmissionPolicies (warnings, limits, writes, claims), each with its binding")
+			assert.Len(t, ours(t, admissionKinds), 16, "the install ships two webhook configurations, the defaults MutatingAdmissionPolicy and six ValidatingAdmissionPolicies (warnings, limits, writes, claims, host-claims, domain-bindings), each with its binding")
 			assertUpgradeKeepsInjected(t, mode)
 
 			out, err = helm(t, "uninstall", "apigateway-operator", "--namespace", release)
@@ -313,6 +313,40 @@ func TestInstallUninstallLeavesNoAdmission(t *testing.T) {
 			assert.NoError(t, res.Err, "crds.keep keeps the CRDs, every APIGateway and every host's owner")
 		})
 	}
+}
+
+// TestHostsPolicyFollowsRelease: the policies that bind HTTPRoutes and
+// Ingresses to host ownership ship in every mode and exempt the
+// operator's ServiceAccount in the release's namespace, whatever it is;
+// namespaced mode keeps them cluster-wide (a host is one name whichever
+// namespace the operator watches).
+func TestHostsPolicyFollowsRelease(t *testing.T) {
+	for _, set := range [][]string{nil, {"watchNamespaces={team-a}"}, {"certificates.mode=certManager"}} {
+		out, err := helm(t, append([]string{"template", "apigateway-operator", chartDir(), "--namespace", "ops"}, setArgs(set)...)...)
+		require.NoError(t, err)
+		objs := byKey(objects(t, out))
+		for _, name := range []string{"apigateway-operator-host-claims", "apigateway-operator-domain-bindings"} {
+			p := objs["ValidatingAdmissionPolicy//"+name]
+			require.NotNil(t, p, "%v: %s", set, name)
+			conditions, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
+			require.NotEmpty(t, conditions)
+			assert.Equal(t, "request.userInfo.username != 'system:serviceaccount:ops:apigateway-operator'", conditions[0].(map[string]any)["expression"], "%v", set)
+			_, selects := p.Object["spec"].(map[string]any)["matchConstraints"].(map[string]any)["namespaceSelector"]
+			assert.False(t, selects, "%v: %s sees every namespace", set, name)
+			b := objs["ValidatingAdmissionPolicyBinding//"+name]
+			require.NotNil(t, b, "%v: %s binding", set, name)
+			ref, _, _ := unstructured.NestedMap(b.Object, "spec", "paramRef")
+			assert.Equal(t, map[string]any{"selector": map[string]any{}, "parameterNotFoundAction": "Allow"}, ref)
+		}
+	}
+}
+
+func setArgs(set []string) []string {
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return args
 }
 
 // assertUpgradeKeepsInjected plays the operator (or cainjector) writing the

@@ -53,7 +53,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, testenv.Options{Webhooks: envtest.WebhookInstallOptions{
+	// Gateway API's CRDs: the hosts policy matches HTTPRoutes
+	// (hosts_policy_test.go).
+	testenv.Main(m, &env, testenv.Options{GatewayAPI: true, Webhooks: envtest.WebhookInstallOptions{
 		// Tests run in this directory.
 		Paths: []string{"webhook"},
 		// The CRD is installed without conversion, as a cluster has it
@@ -154,6 +156,10 @@ var defaultObjects = []string{
 	"mutatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-defaults",
 	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-limits",
 	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-limits",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-host-claims",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-host-claims",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/apigateway-operator-domain-bindings",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/apigateway-operator-domain-bindings",
 	"configmap/apigateway-operator-defaults",
 }
 

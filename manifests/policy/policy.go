@@ -1,8 +1,9 @@
 // Package policy embeds the admission policies that keep the API's
 // defaults (defaults.yaml), warnings (warnings.yaml) and the limits other
-// tenants depend on (limits.yaml) in the API server, and narrow the
-// operator's own writes (operator.yaml), so tests use the very YAML the
-// manifests install.
+// tenants depend on (limits.yaml) in the API server, narrow the
+// operator's own writes (operator.yaml) and bind HTTPRoutes and Ingresses
+// that others write to host ownership (hosts.yaml), so tests use the very
+// YAML the manifests install.
 package policy
 
 import (
@@ -40,6 +41,22 @@ func OperatorPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, [
 	ps := []*admissionregistrationv1.ValidatingAdmissionPolicy{{}, {}}
 	bs := []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{{}, {}}
 	return ps, bs, decode(Operator, "operator.yaml", ps[0], bs[0], ps[1], bs[1])
+}
+
+// Hosts is hosts.yaml: the ValidatingAdmissionPolicies that refuse an
+// HTTPRoute or Ingress not written by the operator when it names a host
+// another namespace owns (params: every HostClaim) or one in a domain bound
+// to other namespaces (params: every DomainBinding), with their bindings.
+//
+//go:embed hosts.yaml
+var Hosts []byte
+
+// HostsPolicies decodes Hosts: the HostClaim policy and its binding, then
+// the DomainBinding policy and its binding.
+func HostsPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	ps := []*admissionregistrationv1.ValidatingAdmissionPolicy{{}, {}}
+	bs := []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{{}, {}}
+	return ps, bs, decode(Hosts, "hosts.yaml", ps[0], bs[0], ps[1], bs[1])
 }
 
 // Limits is limits.yaml: the ValidatingAdmissionPolicy that refuses what
