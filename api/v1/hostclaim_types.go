@@ -81,7 +81,12 @@ type HostClaimList struct {
 // DomainBinding is a cluster admin's statement that a domain belongs to
 // some namespaces: the domain and every name below it may be claimed, by
 // an APIGateway, an HTTPRoute or an Ingress, only from those namespaces.
-// Where two bindings cover a name, the longer domain decides. A binding
+// A wildcard that would serve a name of the domain (*.example.com over
+// corp.example.com) is held to the binding too. Where bindings nest, a
+// name may be claimed only from the namespaces that every binding
+// covering it lists: the admission policy for HTTPRoutes and Ingresses
+// sees one binding at a time, so "the innermost decides" could not hold
+// there. A binding
 // does not claim anything itself: among its namespaces, the first to route
 // a host still owns it (a HostClaim).
 //
