@@ -77,13 +77,15 @@ func TestNamesBelowAnOwnedHost(t *testing.T) {
 	const host = "below.example.com"
 	op := startOperator(t, 0)
 	nsA, nsB, nsL := newNamespace(t, "owner"), newNamespace(t, "taker"), newNamespace(t, "lent")
-	owner := lend(gateway(nsA, "shop", host, "/"), "auth."+host, nsL, "/")
+	owner := gateway(nsA, "shop", host, "/")
 	mustCreate(t, owner)
 	awaitAccepted(t, owner, metav1.ConditionTrue, v1.ReasonAccepted)
 	awaitRecord(t, host, nsA)
 
 	refused(t, create(t, gateway(nsB, "login", "login."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
 	refused(t, create(t, gateway(nsB, "all", "*."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
+	owner = lend(owner, "auth."+host, nsL, "/")
+	require.NoError(t, update(t, owner), "lending a name below the owner's host")
 	lent := gateway(nsL, "auth", "auth."+host, "/")
 	mustCreate(t, lent)
 	awaitAccepted(t, lent, metav1.ConditionTrue, v1.ReasonAccepted)
