@@ -23,7 +23,7 @@ func TestValidateRecords(t *testing.T) {
 		assert.Equal(t, "spec.routes[0].host", errs[0].Field)
 		assert.Equal(t, RuleHostOwned, errs[0].Origin)
 		assert.Contains(t, errs[0].Detail, "belongs to another namespace")
-		assert.NotContains(t, errs[0].Detail, "owner")
+		assert.NotContains(t, errs[0].Detail, "namespace owner")
 	}
 	owned.Readable = func(ns string) bool { return ns == "owner" }
 	errs, _ = Validate(nil, gw, owned)
