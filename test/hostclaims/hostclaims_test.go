@@ -154,3 +154,9 @@ func TestHostReleasedAfterTheGracePeriod(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(since), release, "released before the grace period")
 	awaitAccepted(t, next, metav1.ConditionTrue, v1.ReasonAccepted)
 }
+
+// TestDomainBindingSample: the admins' sample applies as it is documented.
+func TestDomainBindingSample(t *testing.T) {
+	res := env.Kubectl(t.Context(), nil, "apply", "--dry-run=server", "-f", "../../manifests/samples/admin/domainbinding.yaml")
+	require.NoError(t, res.Err, res.Stderr)
+}
