@@ -104,6 +104,15 @@ func TestResolveRecords(t *testing.T) {
 			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a"), binding("corp.example.com", "c")}},
 			want:    []string{"0 DomainBound corp.example.com"},
 		},
+		"two records (from before records were decided once): the more specific one of its own namespace wins": {
+			gw:      gw("a", "x", prefix("login."+shop, "/")),
+			records: Records{Claims: []v1.HostClaim{record("example.com", "z"), record(shop, "a")}},
+		},
+		"two records: the more specific one of another namespace wins": {
+			gw:      gw("z", "x", prefix("login."+shop, "/")),
+			records: Records{Claims: []v1.HostClaim{record("example.com", "z"), record(shop, "a")}},
+			want:    []string{"0 HostOwned a/"},
+		},
 		"a record of a namespace a binding leaves out decides nothing there": {
 			gw:      gw("c", "x", prefix("x.corp.example.com", "/")),
 			records: Records{Claims: []v1.HostClaim{record("example.com", "a")}, Bindings: []v1.DomainBinding{binding("corp.example.com", "c")}},

@@ -31,7 +31,7 @@ func TestOwnerRecreatesItsGatewayKeepsTheHost(t *testing.T) {
 	mustCreate(t, borrower)
 	awaitAccepted(t, borrower, metav1.ConditionTrue, v1.ReasonAccepted)
 	stored := gateway(nsC, "login", host, "/login")
-	op = outage(t, op, 0, func() { mustCreate(t, stored) })
+	outage(t, op, 0, func() { mustCreate(t, stored) })
 	awaitAccepted(t, stored, metav1.ConditionFalse, v1.ReasonHostOwned)
 
 	remove(t, owner)
@@ -45,7 +45,6 @@ func TestOwnerRecreatesItsGatewayKeepsTheHost(t *testing.T) {
 	// The borrower may not widen its share of the host.
 	wider := gateway(nsB, "cart", host, "/cart/", host, "/")
 	refused(t, update(t, wider), "spec.routes[1].host", "belongs to namespace "+nsA)
-	_ = op
 }
 
 // TestOwnerMovesItsOnlyRouteInTwoApplies (issue 40, finding 1): the

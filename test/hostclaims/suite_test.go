@@ -60,11 +60,11 @@ func startOperator(t *testing.T, release time.Duration) *testenv.Running {
 
 // outage stops op, runs write (the API server admits it unchecked: the
 // webhook fails open) and starts the operator again.
-func outage(t *testing.T, op *testenv.Running, release time.Duration, write func()) *testenv.Running {
+func outage(t *testing.T, op *testenv.Running, release time.Duration, write func()) {
 	t.Helper()
 	op.Stop(t)
 	write()
-	return startOperator(t, release)
+	startOperator(t, release)
 }
 
 // gateway is ns/name with a Prefix route per host/path pair.
@@ -125,18 +125,16 @@ func remove(t *testing.T, gw *v1.APIGateway) {
 
 // awaitAccepted waits until gw's Accepted condition has status and
 // reason, as the reconciler last decided it for gw's current generation.
-func awaitAccepted(t *testing.T, gw *v1.APIGateway, status metav1.ConditionStatus, reason string) *metav1.Condition {
+func awaitAccepted(t *testing.T, gw *v1.APIGateway, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	var cond *metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cur := &v1.APIGateway{}
 		require.NoError(c, env.Client.Get(context.Background(), client.ObjectKeyFromObject(gw), cur))
-		cond = meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted)
+		cond := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionAccepted)
 		require.NotNil(c, cond)
 		assert.Equal(c, cur.Generation, cond.ObservedGeneration)
 		assert.Equal(c, string(status)+" "+reason, string(cond.Status)+" "+cond.Reason, cond.Message)
 	}, waitFor, tick, "%s/%s", gw.Namespace, gw.Name)
-	return cond
 }
 
 // awaitRecord waits until host's HostClaim names namespace, and returns it.
