@@ -54,41 +54,52 @@ func (r Records) BoundOut(host, namespace string) (string, bool) {
 }
 
 // Owner returns the namespace whose HostClaim keeps namespace off host,
-// and whether there is one: a record of another namespace whose host
-// overlaps host (validation.Overlap: it covers host, or host covers it),
-// unless namespace holds a record that covers host and is more specific
-// than it (two such records exist only from before records were decided
-// once). A record of a namespace the DomainBindings keep off host does not
-// count: the admins' binding comes first.
+// and whether there is one. Of the records whose host overlaps host
+// (validation.Overlap: it covers host, or host covers it), the oldest
+// decides (then the first by name): normally there is one, or several of
+// one namespace, but two namespaces' reconciles can record overlapping
+// hosts at once (different names, so both creates succeed), and then the
+// older record wins everywhere they overlap, for both. A record of a
+// namespace the DomainBindings keep off host does not count: the admins'
+// binding comes first.
 func (r Records) Owner(host, namespace string) (string, bool) {
-	mine := r.covering(host, namespace)
+	var first *v1.HostClaim
 	for i := range r.Claims {
-		c := &r.Claims[i].Spec
-		if c.Namespace == namespace || !validation.Overlap(string(c.Host), host) {
+		c := &r.Claims[i]
+		if !validation.Overlap(string(c.Spec.Host), host) {
 			continue
 		}
-		if mine != nil && string(mine.Host) != string(c.Host) && validation.Covers(string(c.Host), string(mine.Host)) {
+		if _, out := r.BoundOut(host, c.Spec.Namespace); out {
 			continue
 		}
-		if _, out := r.BoundOut(host, c.Namespace); out {
-			continue
+		if first == nil || older(c, first) {
+			first = c
 		}
-		return c.Namespace, true
 	}
-	return "", false
+	if first == nil || first.Spec.Namespace == namespace {
+		return "", false
+	}
+	return first.Spec.Namespace, true
 }
 
-// covering is namespace's most specific record covering host, nil when it
-// has none.
+// older reports whether record a was created before b, or at the same
+// second and first by name.
+func older(a, b *v1.HostClaim) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// covering is namespace's record covering host, nil when it has none.
 func (r Records) covering(host, namespace string) *v1.HostClaimSpec {
-	var best *v1.HostClaimSpec
 	for i := range r.Claims {
 		c := &r.Claims[i].Spec
-		if c.Namespace == namespace && validation.Covers(string(c.Host), host) && (best == nil || len(c.Host) > len(best.Host)) {
-			best = c
+		if c.Namespace == namespace && validation.Covers(string(c.Host), host) {
+			return c
 		}
 	}
-	return best
+	return nil
 }
 
 // recorded reports whether any record decides host: one overlaps it.

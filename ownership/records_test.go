@@ -3,6 +3,7 @@ package ownership
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,13 @@ import (
 
 func record(host, ns string) v1.HostClaim {
 	return v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: v1.HostClaimName(host)}, Spec: v1.HostClaimSpec{Host: v1.Hostname(host), Namespace: ns}}
+}
+
+// recordAt is record(host, ns) created at t0+at seconds.
+func recordAt(host, ns string, at int) v1.HostClaim {
+	r := record(host, ns)
+	r.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
+	return r
 }
 
 func binding(domain string, namespaces ...string) v1.DomainBinding {
@@ -104,14 +112,15 @@ func TestResolveRecords(t *testing.T) {
 			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a"), binding("corp.example.com", "c")}},
 			want:    []string{"0 DomainBound corp.example.com"},
 		},
-		"two records (from before records were decided once): the more specific one of its own namespace wins": {
-			gw:      gw("a", "x", prefix("login."+shop, "/")),
-			records: Records{Claims: []v1.HostClaim{record("example.com", "z"), record(shop, "a")}},
-		},
-		"two records: the more specific one of another namespace wins": {
+		"two overlapping records (created at once): the older decides, for the other's namespace": {
 			gw:      gw("z", "x", prefix("login."+shop, "/")),
-			records: Records{Claims: []v1.HostClaim{record("example.com", "z"), record(shop, "a")}},
+			records: Records{Claims: []v1.HostClaim{recordAt("example.com", "z", 2), recordAt(shop, "a", 1)}},
 			want:    []string{"0 HostOwned a/"},
+		},
+		"two overlapping records: the older decides, for its own namespace": {
+			gw:      gw("a", "x", prefix("other.example.com", "/"), prefix(shop, "/")),
+			records: Records{Claims: []v1.HostClaim{recordAt("example.com", "z", 2), recordAt(shop, "a", 1)}},
+			want:    []string{"0 HostOwned z/"},
 		},
 		"a record of a namespace a binding leaves out decides nothing there": {
 			gw:      gw("c", "x", prefix("x.corp.example.com", "/")),
