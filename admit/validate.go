@@ -23,9 +23,15 @@ const (
 	// Gateways, in any namespace.
 	RuleConflict = "conflict"
 	// RuleHostOwned: no route of the gateway is on a host that belongs to
-	// another namespace, unless that namespace lends the route's path to
-	// the gateway's (package ownership, Strict).
+	// another namespace (its HostClaim covers the host or a host below it,
+	// or, before any record, it claimed an overlapping host first),
+	// unless that namespace lends the route's path to the gateway's
+	// (package ownership, Strict).
 	RuleHostOwned = "hostOwned"
+	// RuleDomainBound: no route of the gateway is on a name of a domain
+	// a DomainBinding binds to other namespaces, nor on a wildcard
+	// covering such a domain.
+	RuleDomainBound = "domainBound"
 	// RuleV1alpha1Size: the gateway's v1alpha1 form fits in the
 	// annotations the API server allows a converted object.
 	RuleV1alpha1Size = "v1alpha1Size"
@@ -45,6 +51,9 @@ type RelatedObjects struct {
 	Classes ownership.Classes
 	// Policy is the operator's --namespace-ownership; empty is Strict.
 	Policy ownership.Policy
+	// Records are the HostClaims and DomainBindings the reconciler
+	// decides from too.
+	Records ownership.Records
 	// Readable reports whether the user making the request may read the
 	// APIGateways of a namespace other than the gateway's: a denial names
 	// another namespace's gateway only then. Nil: never.
@@ -103,7 +112,7 @@ func validateClaims(old, gw *v1.APIGateway, related RelatedObjects, fld *field.P
 
 // admissionLosses are the losses validateClaims reports.
 func admissionLosses(old, gw *v1.APIGateway, related RelatedObjects) []ownership.Loss {
-	if len(related.Gateways) == 0 {
+	if len(related.Gateways) == 0 && len(related.Records.Claims) == 0 && len(related.Records.Bindings) == 0 {
 		return nil
 	}
 	others := make([]*v1.APIGateway, len(related.Gateways))
@@ -111,7 +120,7 @@ func admissionLosses(old, gw *v1.APIGateway, related RelatedObjects) []ownership
 		others[i] = &related.Gateways[i]
 	}
 	losses := ownership.Resolve(ownership.Input{Gateway: gw, Claims: gw.Status.Claims, Others: others,
-		Classes: related.Classes, Policy: related.Policy, Admission: true})
+		Classes: related.Classes, Policy: related.Policy, Admission: true, Records: related.Records})
 	if old == nil || losing(old) {
 		return losses
 	}
@@ -137,19 +146,35 @@ func losing(gw *v1.APIGateway) bool {
 	return meta.IsStatusConditionFalse(gw.Status.Conditions, v1.ConditionAccepted)
 }
 
-// lossError is the field error of a lost route at fld.
+// lossError is the field error of a lost route at fld. It names another
+// namespace, and its gateway, only to a user who may read that
+// namespace's APIGateways.
 func lossError(gw *v1.APIGateway, l ownership.Loss, related RelatedObjects, fld *field.Path) *field.Error {
-	holder := "an APIGateway of another namespace"
-	owner := "another namespace"
-	if h := l.Holder; h.Namespace == gw.Namespace || (related.Readable != nil && related.Readable(h.Namespace)) {
-		holder = "APIGateway " + h.Namespace + "/" + h.Name
-		owner = fmt.Sprintf("namespace %s (%s claimed it first)", h.Namespace, holder)
+	readable := func(ns string) bool {
+		return ns == gw.Namespace || (related.Readable != nil && related.Readable(ns))
 	}
-	if l.Reason == v1.ReasonHostOwned {
+	switch l.Reason {
+	case v1.ReasonDomainBound:
+		return field.Forbidden(fld.Child("host"), fmt.Sprintf(
+			"host %s is of domain %s, which the cluster's admins bound to other namespaces (a DomainBinding): "+
+				"ask them to add namespace %s to the binding, or use another host", l.Route.Host, l.Domain, gw.Namespace)).WithOrigin(RuleDomainBound)
+	case v1.ReasonHostOwned:
+		owner := "another namespace"
+		switch h := l.Holder; {
+		case h != nil && readable(h.Namespace):
+			owner = fmt.Sprintf("namespace %s (APIGateway %s/%s claimed it first)", h.Namespace, h.Namespace, h.Name)
+		case h == nil && readable(l.Owner):
+			owner = fmt.Sprintf("namespace %s (its HostClaim covers it)", l.Owner)
+		}
 		return field.Forbidden(fld.Child("host"), fmt.Sprintf(
 			"host %s belongs to %s, which lends namespace %s no path prefix covering %s: "+
+				"a host and the names below it belong to one namespace; "+
 				"ask the host's owners for a delegation (spec.delegations on one of their gateways), or use another host",
 			l.Route.Host, owner, gw.Namespace, validation.MatchString(&l.Route))).WithOrigin(RuleHostOwned)
+	}
+	holder := "an APIGateway of another namespace"
+	if readable(l.Holder.Namespace) {
+		holder = "APIGateway " + l.Holder.Namespace + "/" + l.Holder.Name
 	}
 	e := field.Duplicate(fld, validation.RouteString(&l.Route))
 	e.Detail = fmt.Sprintf("host and path already served by %s, which claimed %s first for %s; %s, "+
@@ -159,12 +184,20 @@ func lossError(gw *v1.APIGateway, l ownership.Loss, related RelatedObjects, fld 
 }
 
 // ConflictHolders are the gateways, as sorted namespace/name, that hold
-// the routes Validate refuses gw: for the audit annotation, which the
-// cluster's admins read.
+// the routes Validate refuses gw, or the owner namespace ("namespace/")
+// when a HostClaim holds the host, or the bound domain: for the audit
+// annotation, which the cluster's admins read.
 func ConflictHolders(old, gw *v1.APIGateway, related RelatedObjects) []string {
 	var holders []string
 	for _, l := range admissionLosses(old, gw, related) {
-		if name := l.Holder.Namespace + "/" + l.Holder.Name; !slices.Contains(holders, name) {
+		name := l.Owner + "/"
+		switch {
+		case l.Holder != nil:
+			name = l.Holder.Namespace + "/" + l.Holder.Name
+		case l.Reason == v1.ReasonDomainBound:
+			name = "domain " + l.Domain
+		}
+		if !slices.Contains(holders, name) {
 			holders = append(holders, name)
 		}
 	}

@@ -72,7 +72,7 @@ func TestValidateConflicts(t *testing.T) {
 			related: RelatedObjects{Gateways: []v1.APIGateway{elsewhere(other("o", route("/orders/", "s", 80)))}},
 			want: []wantErr{
 				{"spec.routes[0].host", forbidden, `host api.example.com belongs to another namespace, which lends namespace default no path prefix covering api.example.com/users (Prefix): ` +
-					`ask the host's owners for a delegation (spec.delegations on one of their gateways), or use another host`, RuleHostOwned},
+					`a host and the names below it belong to one namespace; ask the host's owners for a delegation (spec.delegations on one of their gateways), or use another host`, RuleHostOwned},
 				{"spec.routes[1].host", forbidden, `host api.example.com belongs to another namespace`, RuleHostOwned},
 			},
 		},

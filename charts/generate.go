@@ -539,6 +539,12 @@ tracing:
 # takes requests (and cookies) from the host's owner.
 namespaceOwnership: {{ .Ownership }}
 
+# How long a host's owner may route it, and every name below it, nowhere
+# before its HostClaim ends and another namespace may take the host
+# (--host-release-after), as a Go duration such as 72h. Empty: the
+# operator's default, 24h.
+hostReleaseAfter: ""
+
 # The front proxies whose X-Forwarded-For the gateways believe
 # (--gateway-trusted-proxies), as IP addresses or CIDRs, e.g. the ingress
 # controller's pod CIDR [10.244.0.0/16]: backends then see the client's

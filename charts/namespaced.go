@@ -18,6 +18,7 @@ import (
 const (
 	flagOwnership      = "--namespace-ownership"
 	flagTrustedProxies = "--gateway-trusted-proxies"
+	flagHostRelease    = "--host-release-after"
 	flagWatch          = "--watch-namespaces"
 )
 
@@ -247,6 +248,10 @@ func indent(lines []string, in string) string {
 var flagActions = map[*regexp.Regexp]func(indent string) string{
 	regexp.MustCompile(`(?m)^( *)- __TRUSTED_PROXIES__$`):  listFlag(flagTrustedProxies, "gatewayTrustedProxies"),
 	regexp.MustCompile(`(?m)^( *)- __WATCH_NAMESPACES__$`): listFlag(flagWatch, "watchNamespaces"),
+	regexp.MustCompile(`(?m)^( *)- __HOST_RELEASE_AFTER__$`): func(in string) string {
+		return "{{- with .Values.hostReleaseAfter }}\n" + in +
+			`- {{ printf "` + flagHostRelease + `=%s" . | quote }}` + "\n{{- end }}"
+	},
 	// Each admission webhook sees only the watched namespaces' objects.
 	regexp.MustCompile(`(?m)^( *)namespaceSelector: __WEBHOOK_NAMESPACES__$`): func(in string) string {
 		return "{{- with .Values.watchNamespaces }}\n" +
@@ -270,7 +275,8 @@ func listFlag(flag, value string) func(string) string {
 
 // placeholdFlags puts the flag placeholders in the manager's args: the
 // ownership flag the overlay writes out becomes the value's, and the list
-// flags, which it leaves to their defaults (empty), are appended.
+// flags and --host-release-after, which it leaves to their defaults, are
+// appended.
 func placeholdFlags(c map[string]any) error {
 	args, _ := c["args"].([]any)
 	found := false
@@ -282,7 +288,7 @@ func placeholdFlags(c map[string]any) error {
 	if !found {
 		return fmt.Errorf("the manager's args do not write out %s", flagOwnership)
 	}
-	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__")
+	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__")
 	return nil
 }
 

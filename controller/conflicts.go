@@ -47,8 +47,11 @@ type routeConflict struct {
 // condition's message.
 func (c routeConflict) String() string {
 	route := fmt.Sprintf("spec.routes[%d] (%s %s %s)", c.Index, c.Route.Host, c.Route.PathType, c.Route.Path)
-	if c.Reason == v1.ReasonHostOwned {
-		return route + fmt.Sprintf(": host %s belongs to another namespace, which claimed it first and lends this one no such path", c.Route.Host)
+	switch c.Reason {
+	case v1.ReasonHostOwned:
+		return route + fmt.Sprintf(": host %s belongs to another namespace, which owns it or a host covering it and lends this one no such path", c.Route.Host)
+	case v1.ReasonDomainBound:
+		return route + fmt.Sprintf(": the cluster's admins bound domain %s to other namespaces (a DomainBinding)", c.Domain)
 	}
 	holder := "an APIGateway of another namespace"
 	if c.Holder.Namespace == c.of.Namespace {
@@ -72,20 +75,25 @@ const maxConflictsShown = 5
 
 // conflictsMessage is the Accepted condition's message for lost routes.
 func conflictsMessage(lost []routeConflict) string {
-	return joinBounded(lost, maxConflictsShown) + ". A host belongs to the namespace that claimed it first, " +
-		"and a route to the APIGateway that claimed it first; remove or change the route here, " +
+	return joinBounded(lost, maxConflictsShown) + ". A host and the names below it belong to the namespace that claimed it first " +
+		"(a HostClaim records it), and a route to the APIGateway that claimed it first; remove or change the route here, " +
 		"or ask the host's owner for a delegation (spec.delegations)"
 }
 
 // conflictsReason is the Accepted condition's reason for lost routes:
-// HostOwned when some host belongs to another namespace.
+// DomainBound when some host is of a domain bound to other namespaces,
+// else HostOwned when some host belongs to another namespace.
 func conflictsReason(lost []routeConflict) string {
+	reason := v1.ReasonRouteConflict
 	for _, c := range lost {
-		if c.Reason == v1.ReasonHostOwned {
-			return v1.ReasonHostOwned
+		switch c.Reason {
+		case v1.ReasonDomainBound:
+			return c.Reason
+		case v1.ReasonHostOwned:
+			reason = c.Reason
 		}
 	}
-	return v1.ReasonRouteConflict
+	return reason
 }
 
 // decision is what the reconciler decided of gw's routes in one pass.
@@ -111,7 +119,11 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 	if err != nil {
 		return decision{}, err
 	}
-	others, err := ownership.Candidates(ctx, r.gateways, gw, classes)
+	records, err := routeindex.Records(ctx, r.clients.cached)
+	if err != nil {
+		return decision{}, err
+	}
+	others, err := ownership.Candidates(ctx, r.gateways, gw, classes, records)
 	if err != nil {
 		return decision{}, err
 	}
@@ -124,7 +136,11 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 		return answers[s.Name] != metav1.ConditionFalse && !missing[s.Name]
 	}
 	claims := ownership.Stamp(gw, gw.Status.Claims, ownership.Scopes(gw, classes), routing, time.Now(), ownership.Floor(others))
-	losses := ownership.Resolve(ownership.Input{Gateway: gw, Claims: claims, Others: others, Classes: classes, Policy: r.opts.Policy})
+	in := ownership.Input{Gateway: gw, Claims: claims, Others: others, Classes: classes, Policy: r.opts.Policy, Records: records}
+	losses, err := r.resolveAndRecord(ctx, in)
+	if err != nil {
+		return decision{}, err
+	}
 	d := decision{claims: claims, lost: conflicts(gw, losses)}
 	lostAt := make(map[int]bool, len(losses))
 	for _, l := range losses {
@@ -138,6 +154,53 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 		}
 	}
 	return d, nil
+}
+
+// resolveAndRecord resolves in and records the hosts in.Gateway's
+// namespace now owns that no record covers (ownership.Unrecorded): it
+// creates each one's HostClaim. Creating is the one decision: when another
+// namespace's create of the same name won (AlreadyExists), the winner is
+// read and the routes are resolved again, obeying it.
+func (r *Reconciler) resolveAndRecord(ctx context.Context, in ownership.Input) ([]ownership.Loss, error) {
+	for attempt := 0; ; attempt++ {
+		losses := ownership.Resolve(in)
+		lostRace := false
+		for _, host := range ownership.Unrecorded(in, losses) {
+			won, err := r.recordHost(ctx, host, in.Gateway.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			if won.Spec.Namespace != in.Gateway.Namespace {
+				lostRace = true
+			}
+			in.Records.Claims = append(slices.Clip(in.Records.Claims), *won)
+		}
+		if !lostRace || attempt > 0 {
+			return losses, nil
+		}
+	}
+}
+
+// recordHost creates host's HostClaim for namespace, and returns the
+// record that exists: the one created, or the one another create made
+// first.
+func (r *Reconciler) recordHost(ctx context.Context, host, namespace string) (*v1.HostClaim, error) {
+	rec := &v1.HostClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: v1.HostClaimName(host)},
+		Spec:       v1.HostClaimSpec{Host: v1.Hostname(host), Namespace: namespace},
+	}
+	err := r.clients.cached.Create(ctx, rec)
+	if apierrors.IsAlreadyExists(err) {
+		rec = &v1.HostClaim{}
+		err = r.clients.live.Get(ctx, client.ObjectKey{Name: v1.HostClaimName(host)}, rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recording that namespace %s owns host %s: %w", namespace, host, err)
+	}
+	if rec.Spec.Namespace == namespace {
+		logf.FromContext(ctx).V(1).Info("Host recorded", "host", host, "namespace", namespace)
+	}
+	return rec, nil
 }
 
 // missingParents are the scopes of gw's parent Gateways that have answered
@@ -305,13 +368,18 @@ func (h competitorHandler) enqueue(ctx context.Context, q requestQueue, objs ...
 		logf.FromContext(ctx).Error(err, "reading the IngressClasses")
 		return
 	}
+	records, err := routeindex.Records(ctx, h.classes)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading the host records")
+		return
+	}
 	seen := map[reconcile.Request]bool{}
 	for _, obj := range objs {
 		gw, ok := obj.(*v1.APIGateway)
 		if !ok {
 			continue
 		}
-		others, err := ownership.Candidates(ctx, h.gateways, gw, classes)
+		others, err := ownership.Candidates(ctx, h.gateways, gw, classes, records)
 		if err != nil {
 			logf.FromContext(ctx).Error(err, "finding the gateways that compete with one", "gateway", client.ObjectKeyFromObject(gw))
 			continue

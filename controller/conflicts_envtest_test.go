@@ -276,7 +276,7 @@ func TestDelegatedPrefixes(t *testing.T) {
 	}, waitFor, tick)
 }
 
-// TestWildcardsAndClasses: a wildcard claims the names it matches, a
+// TestWildcardsAndClasses: a wildcard claims the names below it, a
 // public-suffix wildcard claims nothing, and an ingress class that does
 // not exist routes nothing, so its gateway holds nothing and blocks no
 // one; once the class exists, the first claim decides.
@@ -291,7 +291,8 @@ func TestWildcardsAndClasses(t *testing.T) {
 		route("shop.wild.example.com", "/", v1.PathTypePrefix, "shop-b", 80),
 		route("deeper.shop.wild.example.com", "/", v1.PathTypePrefix, "deep-b", 80)))
 	cur := waitCondition(t, under, v1.ConditionAccepted, "False", v1.ReasonHostOwned)
-	assert.Equal(t, []string{"Prefix shop.wild.example.com/"}, lostRoutes(t, cur), "a wildcard matches one label only")
+	assert.Equal(t, []string{"Prefix shop.wild.example.com/", "Prefix deeper.shop.wild.example.com/"}, lostRoutes(t, cur),
+		"a wildcard's owner owns every name below it, however deep (validation.Covers)")
 
 	suffix := createGateway(t, competitor(nsC, "suffix", route("*.co.uk", "/", v1.PathTypePrefix, "uk-c", 80)))
 	waitCondition(t, suffix, v1.ConditionDegraded, "True", ReasonInvalidRoutes)

@@ -78,6 +78,10 @@ type Options struct {
 	// objects are outside the cache, so no event says when the name is
 	// free.
 	NameTakenRetry time.Duration
+	// HostReleaseAfter is how long a host's owner may route it nowhere
+	// before its HostClaim ends and another namespace may take it; 0
+	// means DefaultHostReleaseAfter.
+	HostReleaseAfter time.Duration
 
 	// dialStatus, when set, dials the pods' status ports (tests).
 	dialStatus dialFunc
@@ -140,11 +144,17 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if opts.Policy == "" {
 		opts.Policy = ownership.Strict
 	}
+	if opts.HostReleaseAfter <= 0 {
+		opts.HostReleaseAfter = DefaultHostReleaseAfter
+	}
 	gateways, err := routeindex.Index(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
 	if err := routeindex.WatchClasses(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := routeindex.WatchRecords(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	r := &Reconciler{
@@ -170,6 +180,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		// A class that appears, goes or becomes the default changes where
 		// the gateways of that class, or of none, route.
 		WatchesMetadata(ingressClass(), handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		// A host record that appears or goes, a binding that changes.
+		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOverlapping)).
+		Watches(&v1.DomainBinding{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOverlapping)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -183,7 +196,10 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	// HTTPRoutes are watched while the cluster serves them.
 	w, err := watchHTTPRoutes(mgr, c, opts.Namespaces)
 	r.httpRoutes = w.client
-	return err
+	if err != nil || opts.Policy == ownership.InterNamespaceAllowed {
+		return err
+	}
+	return setupHostClaims(mgr, opts.HostReleaseAfter)
 }
 
 type observingReconciler struct {

@@ -61,7 +61,10 @@ func startOperator(t *testing.T, tune ...func(*Options)) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = "apigateway-operator-test"
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: op.writes} }
-	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, ReloaderImage: testReloaderImage}
+	// Hosts are released a second after their owner stops routing them:
+	// the suite's tests pass hosts on (the default, a day, is the
+	// hostclaims suite's), and a test's records outlive it.
+	ropts := Options{MaxConcurrentReconciles: 2, DefaultImage: testImage, ReloaderImage: testReloaderImage, HostReleaseAfter: time.Second}
 	for _, f := range tune {
 		f(&ropts)
 	}

@@ -99,7 +99,10 @@ func Routes(gws []v1.APIGateway, opts RouteOptions) []RouteRow {
 		for j := range gw.Spec.Routes {
 			row := routeRow(gw, j)
 			if l, ok := lost[j]; ok {
-				row.Served, row.HeldBy, row.Reason = false, objectName(l.Holder), l.Reason
+				row.Served, row.HeldBy, row.Reason = false, l.Owner+"/", l.Reason
+				if l.Holder != nil {
+					row.HeldBy = objectName(l.Holder)
+				}
 			}
 			if !gw.DeletionTimestamp.IsZero() {
 				// It holds nothing against the others (Resolve), and

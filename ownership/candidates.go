@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -34,9 +35,12 @@ type Index interface {
 // hosts that other namespaces route too (or that conflicts with a host
 // they route: a wildcard over it, a name under its wildcard), the
 // gateways of those namespaces and of gw's own on the host, which decide
-// whose namespace it is. A host only gw's namespace routes costs one map
-// read, however many gateways share it.
-func Candidates(ctx context.Context, idx Index, gw *v1.APIGateway, classes Classes) ([]*v1.APIGateway, error) {
+// whose namespace it is: those on the host, on the hosts above it that
+// cover it (validation.Covers) and on the names one label below it; and
+// the gateways of the namespace whose record owns it (records) on those
+// hosts, which may lend it. A host only gw's namespace routes costs a few
+// map reads, however many gateways share it.
+func Candidates(ctx context.Context, idx Index, gw *v1.APIGateway, classes Classes, records Records) ([]*v1.APIGateway, error) {
 	c := candidates{seen: map[types.NamespacedName]bool{}}
 	scopes := Scopes(gw, classes)
 	for i := range gw.Spec.Routes {
@@ -58,7 +62,7 @@ func Candidates(ctx context.Context, idx Index, gw *v1.APIGateway, classes Class
 			continue
 		}
 		hosts[string(r.Host)] = true
-		if err := c.addHost(ctx, idx, gw.Namespace, string(r.Host)); err != nil {
+		if err := c.addHost(ctx, idx, gw.Namespace, string(r.Host), records); err != nil {
 			return nil, err
 		}
 	}
@@ -85,21 +89,36 @@ func (c *candidates) add(gws []*v1.APIGateway, err error) error {
 }
 
 // addHost adds the gateways that decide whose namespace host is, when a
-// namespace other than own routes host or a host conflicting with it.
-func (c *candidates) addHost(ctx context.Context, idx Index, own, host string) error {
-	var namespaces []string
-	fetch := func(ns string) error { return c.add(idx.InFamily(ctx, ns, validation.HostFamily(host))) }
+// namespace other than own routes host or a host overlapping it, or owns
+// it by a record.
+func (c *candidates) addHost(ctx context.Context, idx Index, own, host string, records Records) error {
+	above := Ancestors(host)
+	below := []string{strings.TrimPrefix(host, "*.")}
 	if validation.IsWildcard(host) {
-		namespaces = idx.FamilyNamespaces(validation.HostFamily(host))
-	} else {
-		wildcard := "*." + validation.HostFamily(host)
-		namespaces = append(idx.HostNamespaces(host), idx.HostNamespaces(wildcard)...)
-		fetch = func(ns string) error {
-			if err := c.add(idx.OnHost(ctx, ns, host)); err != nil {
+		below = append(below, validation.HostFamily(host))
+	}
+	var namespaces []string
+	for _, h := range above {
+		namespaces = append(namespaces, idx.HostNamespaces(h)...)
+	}
+	for _, f := range below {
+		namespaces = append(namespaces, idx.FamilyNamespaces(f)...)
+	}
+	if owner, ok := records.Owner(host, own); ok {
+		namespaces = append(namespaces, owner)
+	}
+	fetch := func(ns string) error {
+		for _, h := range above {
+			if err := c.add(idx.OnHost(ctx, ns, h)); err != nil {
 				return err
 			}
-			return c.add(idx.OnHost(ctx, ns, wildcard))
 		}
+		for _, f := range below {
+			if err := c.add(idx.InFamily(ctx, ns, f)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	contested := false
 	done := map[string]bool{own: true}

@@ -43,6 +43,10 @@ type Input struct {
 	// its claim (Stamp), and an unclaimed one of another gateway waits
 	// for that gateway's own pass.
 	Admission bool
+	// Records are the HostClaims and DomainBindings: a host a record
+	// covers is its namespace's whatever the claims say, and a bound
+	// domain's names belong to its namespaces only.
+	Records Records
 }
 
 // Loss is a route of Gateway that another gateway holds.
@@ -50,82 +54,138 @@ type Loss struct {
 	// Index is the route's index in spec.routes.
 	Index int
 	Route v1.Route
-	// Reason is v1.ReasonHostOwned (the host belongs to Holder's
-	// namespace, which lends this path to no gateway of Gateway's) or
+	// Reason is v1.ReasonHostOwned (the host belongs to Owner, which
+	// lends this path to no gateway of Gateway's), v1.ReasonDomainBound
+	// (Domain's DomainBinding leaves Gateway's namespace out) or
 	// v1.ReasonRouteConflict (Holder claimed the same route first).
 	Reason string
+	// Holder is the gateway that holds the route: for RouteConflict
+	// always; for HostOwned the gateway whose claim made its namespace
+	// the owner, nil when a HostClaim did (the owner may have no gateway
+	// at all).
 	Holder *v1.APIGateway
+	// Owner is the namespace that owns the host, for HostOwned.
+	Owner string
+	// Domain is the bound domain, for DomainBound.
+	Domain string
 	// Scope is where Holder holds the route, for RouteConflict.
 	Scope string
 }
 
-// Resolve returns Gateway's routes that other gateways hold, in route
-// order. A route is held by the first claim: on its host, the namespace
-// whose gateway claimed the host (or a wildcard matching it) first owns
-// it, under Strict; on the route itself, in each scope, the gateway that
-// claimed it first. Ties in time go to the first by namespace, then
-// name, so every gateway reaches the same verdict about any two. A
-// gateway being deleted, a scope that does not route (an ingress class
-// that does not exist, a parent Gateway that refused the gateway's
+// Resolve returns Gateway's routes that other gateways or namespaces
+// hold, in route order. A route on a name of a domain that a DomainBinding
+// binds to other namespaces is DomainBound, under either policy. Under
+// Strict, a host a HostClaim of another namespace covers (or that covers
+// its host) is that namespace's; a host no record decides yet belongs to
+// the namespace whose gateway claimed it (or a host overlapping it) first.
+// Another namespace routes on an owned host only under a path its owner
+// lends (spec.delegations). On the route itself, in each scope, the gateway
+// that claimed it first holds it. Ties in time go to the first by
+// namespace, then name, so every gateway reaches the same verdict about any
+// two. A gateway being deleted, a scope that does not route (an ingress
+// class that does not exist, a parent Gateway that refused the gateway's
 // HTTPRoutes), or a route its own gateway lost holds nothing.
 func Resolve(in Input) []Loss {
-	self := newView(in.Gateway, in.Claims, in.Classes, true)
-	others := make([]*view, 0, len(in.Others))
-	for _, o := range in.Others {
-		if sameGateway(o, in.Gateway) || !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		others = append(others, newView(o, o.Status.Claims, in.Classes, false))
-	}
+	d := newDecider(in)
 	var losses []Loss
-	owners := map[string]*view{} // by host: hostOwner's answer, the same for every route of the host
+	owners := map[string]holder{} // by host: the same for every route of the host
 	for i := range in.Gateway.Spec.Routes {
 		r := &in.Gateway.Spec.Routes[i]
 		match, ok := claimable(r)
 		if !ok {
 			continue // refused by validation, served by no one
 		}
+		if domain, out := in.Records.BoundOut(string(r.Host), in.Gateway.Namespace); out {
+			losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonDomainBound, Domain: domain})
+			continue
+		}
 		if in.Policy != InterNamespaceAllowed {
-			holder, known := owners[string(r.Host)]
+			h, known := owners[string(r.Host)]
 			if !known {
-				holder = hostOwner(self, others, string(r.Host))
-				owners[string(r.Host)] = holder
+				h = d.hostHolder(string(r.Host))
+				owners[string(r.Host)] = h
 			}
-			if holder != nil && !lent(others, holder.gw.Namespace, in.Gateway.Namespace, r) {
-				losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonHostOwned, Holder: holder.gw})
+			if h.namespace != "" && !lent(d.others, h.namespace, in.Gateway.Namespace, r) {
+				losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonHostOwned, Holder: h.gateway(), Owner: h.namespace})
 				continue
 			}
 		}
-		if holder, scope := routeHolder(self, others, match); holder != nil {
+		if holder, scope := routeHolder(d.self, d.others, match); holder != nil {
 			losses = append(losses, Loss{Index: i, Route: *r, Reason: v1.ReasonRouteConflict, Holder: holder.gw, Scope: scope})
 		}
 	}
 	return losses
 }
 
-// hostOwner is the gateway of another namespace whose claim makes its
-// namespace the owner of host, or nil when the host is Gateway's
-// namespace's or no one's: the first claim on the host, or on a host that
-// competes with it (validation.HostsConflict), among held claims.
-func hostOwner(self *view, others []*view, host string) *view {
-	first, firstAt := (*view)(nil), when{rank: never}
-	consider := func(v *view, at when) {
-		if first == nil || precedes(at, v.gw, firstAt, first.gw) {
-			first, firstAt = v, at
+// decider holds Resolve's views of the gateways.
+type decider struct {
+	in     Input
+	self   *view
+	others []*view
+}
+
+func newDecider(in Input) decider {
+	d := decider{in: in, self: newView(in.Gateway, in.Claims, in.Classes, true)}
+	d.others = make([]*view, 0, len(in.Others))
+	for _, o := range in.Others {
+		if sameGateway(o, in.Gateway) || !o.DeletionTimestamp.IsZero() {
+			continue
 		}
+		d.others = append(d.others, newView(o, o.Status.Claims, in.Classes, false))
 	}
-	for _, v := range append([]*view{self}, others...) {
+	return d
+}
+
+// holder is the namespace that owns a host against Gateway's, and the
+// gateway whose claim decided it when no record did.
+type holder struct {
+	namespace string
+	view      *view
+}
+
+func (h holder) gateway() *v1.APIGateway {
+	if h.view == nil {
+		return nil
+	}
+	return h.view.gw
+}
+
+// hostHolder is the other namespace that owns host, zero when host is
+// Gateway's namespace's or no one's: a record's namespace (Records.Owner)
+// when a record decides host, else the namespace of the first claim on
+// host or on a host overlapping it. A namespace's own record covering host
+// makes it its own, whatever the claims.
+func (d decider) hostHolder(host string) holder {
+	ns := d.in.Gateway.Namespace
+	if owner, ok := d.in.Records.Owner(host, ns); ok {
+		return holder{namespace: owner}
+	}
+	if d.in.Records.recorded(host) {
+		return holder{}
+	}
+	if v := d.firstClaim(host); v != nil && v.gw.Namespace != ns {
+		return holder{namespace: v.gw.Namespace, view: v}
+	}
+	return holder{}
+}
+
+// firstClaim is the gateway that claimed host, or a host overlapping it,
+// first among held claims, of a namespace the DomainBindings let claim
+// host; nil when none did.
+func (d decider) firstClaim(host string) *view {
+	first, firstAt := (*view)(nil), when{rank: never}
+	for _, v := range append([]*view{d.self}, d.others...) {
+		if _, out := d.in.Records.BoundOut(host, v.gw.Namespace); out {
+			continue
+		}
 		for j := range v.gw.Spec.Routes {
-			if !validation.HostsConflict(string(v.gw.Spec.Routes[j].Host), host) {
+			if !validation.Overlap(string(v.gw.Spec.Routes[j].Host), host) {
 				continue
 			}
-			if at := v.hostClaim(j); at.rank != never {
-				consider(v, at)
+			if at := v.hostClaim(j); at.rank != never && (first == nil || precedes(at, v.gw, firstAt, first.gw)) {
+				first, firstAt = v, at
 			}
 		}
-	}
-	if first == nil || first.gw.Namespace == self.gw.Namespace {
-		return nil
 	}
 	return first
 }

@@ -97,9 +97,15 @@ func TestResolve(t *testing.T) {
 			others: []*v1.APIGateway{claimed(gw("a", "shop", prefix("shop.example.com", "/")), 1)},
 			want:   []string{"0 HostOwned a/shop"},
 		},
-		"a wildcard does not cover two labels": {
+		"a wildcard's owner owns the names two labels below it too": {
 			gw:     claimed(gw("b", "x", prefix("a.shop.example.com", "/")), 5),
 			others: []*v1.APIGateway{claimed(gw("a", "all", prefix("*.example.com", "/")), 1)},
+			want:   []string{"0 HostOwned a/all"},
+		},
+		"a host's owner owns the names below it": {
+			gw:     claimed(gw("b", "x", prefix("login.shop.example.com", "/"), prefix("*.shop.example.com", "/")), 5),
+			others: []*v1.APIGateway{claimed(gw("a", "shop", prefix("shop.example.com", "/")), 1)},
+			want:   []string{"0 HostOwned a/shop", "1 HostOwned a/shop"},
 		},
 		"another host of the same domain": {
 			gw:     claimed(gw("b", "x", prefix("www.example.com", "/")), 5),

@@ -69,6 +69,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := routeindex.WatchClasses(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
+	if err := routeindex.WatchRecords(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	// The defaulter reads Namespaces as metadata only. Registering the
 	// informer now makes it start, and sync, with the manager's cache
 	// instead of on the first admission request.
@@ -102,7 +105,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Operator:       opts.Defaults(),
 	}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
-		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Policy: opts.Policy,
+		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Records: mgr.GetClient(), Policy: opts.Policy,
 			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services, GatewayAPI: opts.GatewayAPI}},
 	}}), admissionCopies, inflight.Admission))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))

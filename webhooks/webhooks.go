@@ -92,6 +92,9 @@ type Validator struct {
 	// Classes reads the IngressClasses (the manager's cache, after
 	// routeindex.WatchClasses); nil: none is known.
 	Classes client.Reader
+	// Records reads the HostClaims and DomainBindings (the manager's
+	// cache, after routeindex.WatchRecords); nil: none is known.
+	Records client.Reader
 	// Policy is the operator's --namespace-ownership; empty is Strict.
 	Policy ownership.Policy
 	// Access answers whether the requesting user may read a namespace's
@@ -147,7 +150,9 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
-		if slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Origin == admit.RuleConflict || e.Origin == admit.RuleHostOwned }) {
+		if slices.ContainsFunc(errs, func(e *field.Error) bool {
+			return e.Origin == admit.RuleConflict || e.Origin == admit.RuleHostOwned || e.Origin == admit.RuleDomainBound
+		}) {
 			inv.holders = admit.ConflictHolders(old, gw, related)
 		}
 		return warnings, inv
@@ -167,7 +172,14 @@ func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (admit.Relat
 		}
 		related.Classes = classes
 	}
-	others, err := ownership.Candidates(ctx, v.Gateways, gw, related.Classes)
+	if v.Records != nil {
+		records, err := routeindex.Records(ctx, v.Records)
+		if err != nil {
+			return related, err
+		}
+		related.Records = records
+	}
+	others, err := ownership.Candidates(ctx, v.Gateways, gw, related.Classes, related.Records)
 	if err != nil {
 		return related, err
 	}

@@ -23,6 +23,11 @@ const (
 	// none of those paths (spec.delegations); ask its owner for a
 	// delegation, or use a host of your own.
 	ReasonHostOwned = "HostOwned"
+	// ReasonDomainBound: some routes are on a name of a domain that a
+	// cluster admin bound to other namespaces (a DomainBinding), or on a
+	// wildcard covering such a domain; ask the admins to add the
+	// namespace to the binding, or use another host.
+	ReasonDomainBound = "DomainBound"
 )
 
 // ConditionExposed, reported with exposure type HTTPRoute only, is what

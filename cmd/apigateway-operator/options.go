@@ -108,6 +108,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.clusterDomain, "cluster-domain", render.DefaultClusterDomain, "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
+	fs.DurationVar(&o.controller.HostReleaseAfter, "host-release-after", controller.DefaultHostReleaseAfter, hostReleaseAfterUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
 	fs.IntVar(&o.controller.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many APIGateways are reconciled at once.")
 
@@ -345,6 +346,9 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 // of the routes command.
 const namespaceOwnershipUsage = "Who may route on a host: Strict, the namespace whose APIGateway claimed it first (a wildcard claims the names it matches), and other namespaces only under the path prefixes it lends them (spec.delegations); " +
 	"or InterNamespaceAllowed, every namespace, competing only for identical routes (unsafe among untrusted tenants: a longer path, or an exact host under a wildcard, takes requests from the host's owner)."
+
+// hostReleaseAfterUsage is --host-release-after's.
+const hostReleaseAfterUsage = "Under Strict ownership, how long a host's owner may route it (and every name below it) nowhere before its HostClaim ends and another namespace may take the host. Re-creating, renaming or editing the owner's gateways within it keeps the host."
 
 // parseOwnership is --namespace-ownership's value.
 func parseOwnership(s string) (ownership.Policy, error) {

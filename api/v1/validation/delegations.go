@@ -11,8 +11,9 @@ import (
 )
 
 // validateDelegations checks spec.delegations: each lends valid path
-// prefixes of one of the gateway's own route hosts, or of a name its
-// wildcard route host matches, to a namespace other than the gateway's. A
+// prefixes of one of the gateway's own route hosts, or of a name below one
+// (validation.Covers: the owner of shop.example.com may lend
+// login.shop.example.com), to a namespace other than the gateway's. A
 // host the gateway does not route is refused rather than ignored: the
 // delegation would do nothing, which the owner would not notice until the
 // borrower's routes are refused.
@@ -22,7 +23,7 @@ func validateDelegations(gw *v1.APIGateway, fld *field.Path) field.ErrorList {
 		dfld := fld.Index(i)
 		if !routesHost(gw.Spec.Routes, string(d.Host)) {
 			errs = append(errs, field.Invalid(dfld.Child("host"), d.Host,
-				"must be the host of one of the gateway's routes, or a name its wildcard host matches: a namespace can lend only hosts it routes").WithOrigin(RuleDelegations))
+				"must be the host of one of the gateway's routes, or a name below one: a namespace can lend only hosts it owns by routing them").WithOrigin(RuleDelegations))
 		}
 		switch {
 		case d.Namespace == gw.Namespace && gw.Namespace != "":
@@ -37,11 +38,11 @@ func validateDelegations(gw *v1.APIGateway, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// routesHost reports whether one of routes is on host, or on a wildcard
-// that matches it (a name lent under a wildcard is a name the owner routes).
+// routesHost reports whether one of routes is on host, or on a host that
+// covers it (a name below a host the owner routes is the owner's).
 func routesHost(routes []v1.Route, host string) bool {
 	for _, r := range routes {
-		if h := string(r.Host); h == host || IsWildcard(h) && HostsConflict(h, host) {
+		if Covers(string(r.Host), host) {
 			return true
 		}
 	}

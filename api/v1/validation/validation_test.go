@@ -319,18 +319,22 @@ func TestValidate(t *testing.T) {
 			gw.Spec.Routes[0].Host, gw.Spec.TLS = "*.example.com", nil
 			gw.Spec.Delegations = []v1.HostDelegation{{Host: "shop.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
 		}},
-		"a delegation of a name two labels under a wildcard": {
+		"a delegation of a name two labels under a wildcard: the owner's too": {
 			mutate: func(gw *v1.APIGateway) {
 				gw.Spec.Routes[0].Host, gw.Spec.TLS = "*.example.com", nil
 				gw.Spec.Delegations = []v1.HostDelegation{{Host: "a.shop.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
 			},
-			want: []wantErr{{"spec.delegations[0].host", invalid, "or a name its wildcard host matches", RuleDelegations}},
+		},
+		"a delegation of a name below a host the gateway routes": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Delegations = []v1.HostDelegation{{Host: "login.api.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
+			},
 		},
 		"a delegation of a host the gateway does not route": {
 			mutate: func(gw *v1.APIGateway) {
 				gw.Spec.Delegations = []v1.HostDelegation{{Host: "www.example.com", Namespace: "team-b", PathPrefixes: []v1.HTTPPath{"/"}}}
 			},
-			want: []wantErr{{"spec.delegations[0].host", invalid, "a namespace can lend only hosts it routes", RuleDelegations}},
+			want: []wantErr{{"spec.delegations[0].host", invalid, "a namespace can lend only hosts it owns by routing them", RuleDelegations}},
 		},
 		"a delegation to the gateway's own namespace, with a bad prefix twice": {
 			mutate: func(gw *v1.APIGateway) {

@@ -1,0 +1,176 @@
+package ownership
+
+import (
+	"slices"
+	"strings"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+)
+
+// Records are the durable decisions about hosts that Resolve obeys before
+// any claim time: the operator's HostClaims (which namespace owns a host
+// and the names below it) and the admins' DomainBindings (which
+// namespaces may claim a domain's names at all). Claim times still decide
+// the route conflicts between gateways, and the owner of a host no record
+// covers yet (before the reconciler's first pass over it).
+type Records struct {
+	Claims   []v1.HostClaim
+	Bindings []v1.DomainBinding
+}
+
+// binding is the DomainBinding that decides which namespaces may claim
+// host: of those whose domain covers it, the longest. Nil when none does.
+func (r Records) binding(host string) *v1.DomainBinding {
+	var best *v1.DomainBinding
+	for i := range r.Bindings {
+		b := &r.Bindings[i]
+		if validation.Covers(string(b.Spec.Domain), host) && (best == nil || len(b.Spec.Domain) > len(best.Spec.Domain)) {
+			best = b
+		}
+	}
+	return best
+}
+
+// BoundOut returns the domain of a DomainBinding that keeps namespace from
+// claiming host, and whether there is one: the binding that decides host
+// (the longest covering it) leaves namespace out, or host is a wildcard
+// covering a bound domain whose binding leaves namespace out (the wildcard
+// would serve that domain's names).
+func (r Records) BoundOut(host, namespace string) (string, bool) {
+	if b := r.binding(host); b != nil && !slices.Contains(b.Spec.Namespaces, namespace) {
+		return string(b.Spec.Domain), true
+	}
+	if !validation.IsWildcard(host) {
+		return "", false
+	}
+	for i := range r.Bindings {
+		b := &r.Bindings[i]
+		if d := string(b.Spec.Domain); validation.Covers(host, d) && !slices.Contains(b.Spec.Namespaces, namespace) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// Owner returns the namespace whose HostClaim keeps namespace off host,
+// and whether there is one. Of the records whose host overlaps host
+// (validation.Overlap: it covers host, or host covers it), the oldest
+// decides (then the first by name): normally there is one, or several of
+// one namespace, but two namespaces' reconciles can record overlapping
+// hosts at once (different names, so both creates succeed), and then the
+// older record wins everywhere they overlap, for both. A record of a
+// namespace the DomainBindings keep off host does not count: the admins'
+// binding comes first.
+func (r Records) Owner(host, namespace string) (string, bool) {
+	var first *v1.HostClaim
+	for i := range r.Claims {
+		c := &r.Claims[i]
+		if !validation.Overlap(string(c.Spec.Host), host) {
+			continue
+		}
+		if _, out := r.BoundOut(host, c.Spec.Namespace); out {
+			continue
+		}
+		if first == nil || older(c, first) {
+			first = c
+		}
+	}
+	if first == nil || first.Spec.Namespace == namespace {
+		return "", false
+	}
+	return first.Spec.Namespace, true
+}
+
+// older reports whether record a was created before b, or at the same
+// second and first by name.
+func older(a, b *v1.HostClaim) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// covering is namespace's record covering host, nil when it has none.
+func (r Records) covering(host, namespace string) *v1.HostClaimSpec {
+	for i := range r.Claims {
+		c := &r.Claims[i].Spec
+		if c.Namespace == namespace && validation.Covers(string(c.Host), host) {
+			return c
+		}
+	}
+	return nil
+}
+
+// recorded reports whether any record decides host: one overlaps it.
+func (r Records) recorded(host string) bool {
+	return slices.ContainsFunc(r.Claims, func(c v1.HostClaim) bool { return validation.Overlap(string(c.Spec.Host), host) })
+}
+
+// Unrecorded are the hosts the reconciler records for in.Gateway's
+// namespace after Resolve returned losses: the hosts of its routes that it
+// keeps as their owner (not lost, not lent by another namespace) and that
+// no record of its namespace covers yet. A gateway that routes nowhere
+// (claims without RoutingSince) records nothing, nor does one under
+// InterNamespaceAllowed, where hosts have no owner.
+func Unrecorded(in Input, losses []Loss) []string {
+	if in.Policy == InterNamespaceAllowed || in.Claims == nil || in.Claims.RoutingSince == nil {
+		return nil
+	}
+	lost := make(map[int]bool, len(losses))
+	for _, l := range losses {
+		lost[l.Index] = true
+	}
+	d := newDecider(in)
+	var out []string
+	for i := range in.Gateway.Spec.Routes {
+		host := string(in.Gateway.Spec.Routes[i].Host)
+		if _, ok := claimable(&in.Gateway.Spec.Routes[i]); !ok || lost[i] || slices.Contains(out, host) {
+			continue
+		}
+		if h := d.hostHolder(host); h.namespace != "" || in.Records.covering(host, in.Gateway.Namespace) != nil {
+			continue
+		}
+		out = append(out, host)
+	}
+	return out
+}
+
+// Routes reports whether gateways, the gateways of claim's namespace,
+// route claim's host or a name it covers: a gateway not being deleted has
+// a route there that the DomainBindings do not keep the namespace off.
+func (r Records) Routes(claim *v1.HostClaim, gateways []*v1.APIGateway) bool {
+	for _, gw := range gateways {
+		if gw.Namespace != claim.Spec.Namespace || !gw.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, route := range gw.Spec.Routes {
+			if !validation.Covers(string(claim.Spec.Host), string(route.Host)) {
+				continue
+			}
+			if _, out := r.BoundOut(string(route.Host), gw.Namespace); !out {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Ancestors are the hosts whose owner owns name too (validation.Covers):
+// name, each domain above it and the wildcard of each, in that order, up to
+// the last two labels.
+func Ancestors(name string) []string {
+	out := []string{name}
+	base, wildcard := strings.CutPrefix(name, "*.")
+	if wildcard {
+		out = append(out, base)
+	}
+	for {
+		_, parent, ok := strings.Cut(base, ".")
+		if !ok || !strings.Contains(parent, ".") {
+			return out
+		}
+		out = append(out, parent, "*."+parent)
+		base = parent
+	}
+}

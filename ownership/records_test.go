@@ -1,0 +1,183 @@
+package ownership
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+func record(host, ns string) v1.HostClaim {
+	return v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: v1.HostClaimName(host)}, Spec: v1.HostClaimSpec{Host: v1.Hostname(host), Namespace: ns}}
+}
+
+// recordAt is record(host, ns) created at t0+at seconds.
+func recordAt(host, ns string, at int) v1.HostClaim {
+	r := record(host, ns)
+	r.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
+	return r
+}
+
+func binding(domain string, namespaces ...string) v1.DomainBinding {
+	return v1.DomainBinding{Spec: v1.DomainBindingSpec{Domain: v1.Hostname(domain), Namespaces: namespaces}}
+}
+
+// describe is losses as "index reason holder", the holder a gateway, a
+// namespace ("ns/") or a domain.
+func describe(losses []Loss) []string {
+	var out []string
+	for _, l := range losses {
+		holder := l.Owner + "/"
+		switch {
+		case l.Holder != nil:
+			holder = l.Holder.Namespace + "/" + l.Holder.Name
+		case l.Reason == v1.ReasonDomainBound:
+			holder = l.Domain
+		}
+		out = append(out, fmt.Sprintf("%d %s %s", l.Index, l.Reason, holder))
+	}
+	return out
+}
+
+func TestResolveRecords(t *testing.T) {
+	shop := "shop.example.com"
+	tests := map[string]struct {
+		gw        *v1.APIGateway
+		others    []*v1.APIGateway
+		records   Records
+		policy    Policy
+		admission bool
+		want      []string
+	}{
+		"a record beats an older claim": {
+			gw:      claimed(gw("b", "x", prefix(shop, "/")), 1),
+			others:  []*v1.APIGateway{claimed(gw("a", "shop", prefix(shop, "/")), 9)},
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			want:    []string{"0 HostOwned a/"},
+		},
+		"the owner re-created: no claim, its record keeps the host from a lost route and a borrower": {
+			gw: gw("a", "shop", prefix(shop, "/"), prefix(shop, "/login")),
+			others: []*v1.APIGateway{lostAll(claimed(gw("c", "outage", prefix(shop, "/login")), 1)),
+				claimed(gw("b", "cart", prefix(shop, "/cart/")), 2)},
+			records:   Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			admission: true,
+		},
+		"the borrower with no owner gateway: nothing lends, and it still does not own": {
+			gw:      claimed(gw("b", "cart", prefix(shop, "/cart/"), prefix(shop, "/")), 2),
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			want:    []string{"0 HostOwned a/", "1 HostOwned a/"},
+		},
+		"names below a recorded host": {
+			gw:      gw("b", "x", prefix("login."+shop, "/"), prefix("*."+shop, "/"), prefix("myshop.example.com", "/")),
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			want:    []string{"0 HostOwned a/", "1 HostOwned a/"},
+		},
+		"a wildcard over a recorded host": {
+			gw:      gw("b", "x", prefix("*.example.com", "/")),
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			want:    []string{"0 HostOwned a/"},
+		},
+		"a name below, lent by the owner": {
+			gw:      gw("b", "login", prefix("login."+shop, "/auth/")),
+			others:  []*v1.APIGateway{delegating(claimed(gw("a", "shop", prefix(shop, "/")), 1), "login."+shop, "b", "/auth/")},
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+		},
+		"InterNamespaceAllowed: records decide nothing": {
+			gw:      gw("b", "x", prefix(shop, "/x")),
+			records: Records{Claims: []v1.HostClaim{record(shop, "a")}},
+			policy:  InterNamespaceAllowed,
+		},
+		"a bound domain, from a namespace left out": {
+			gw:      gw("b", "x", prefix("api.corp.example.com", "/"), prefix("api.example.org", "/")),
+			records: Records{Bindings: []v1.DomainBinding{binding("corp.example.com", "a")}},
+			want:    []string{"0 DomainBound corp.example.com"},
+		},
+		"a bound domain, under InterNamespaceAllowed too": {
+			gw:      gw("b", "x", prefix("corp.example.com", "/")),
+			records: Records{Bindings: []v1.DomainBinding{binding("corp.example.com", "a")}},
+			policy:  InterNamespaceAllowed,
+			want:    []string{"0 DomainBound corp.example.com"},
+		},
+		"the longest binding decides": {
+			gw:      gw("c", "x", prefix("x.corp.example.com", "/"), prefix("www.example.com", "/")),
+			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a"), binding("corp.example.com", "c")}},
+			want:    []string{"1 DomainBound example.com"},
+		},
+		"a wildcard covering a domain bound to others": {
+			gw:      gw("a", "x", prefix("*.example.com", "/")),
+			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a"), binding("corp.example.com", "c")}},
+			want:    []string{"0 DomainBound corp.example.com"},
+		},
+		"two overlapping records (created at once): the older decides, for the other's namespace": {
+			gw:      gw("z", "x", prefix("login."+shop, "/")),
+			records: Records{Claims: []v1.HostClaim{recordAt("example.com", "z", 2), recordAt(shop, "a", 1)}},
+			want:    []string{"0 HostOwned a/"},
+		},
+		"two overlapping records: the older decides, for its own namespace": {
+			gw:      gw("a", "x", prefix("other.example.com", "/"), prefix(shop, "/")),
+			records: Records{Claims: []v1.HostClaim{recordAt("example.com", "z", 2), recordAt(shop, "a", 1)}},
+			want:    []string{"0 HostOwned z/"},
+		},
+		"a record of a namespace a binding leaves out decides nothing there": {
+			gw:      gw("c", "x", prefix("x.corp.example.com", "/")),
+			records: Records{Claims: []v1.HostClaim{record("example.com", "a")}, Bindings: []v1.DomainBinding{binding("corp.example.com", "c")}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			policy := tc.policy
+			if policy == "" {
+				policy = Strict
+			}
+			losses := Resolve(Input{Gateway: tc.gw, Claims: tc.gw.Status.Claims, Others: tc.others, Policy: policy,
+				Admission: tc.admission, Records: tc.records})
+			assert.Equal(t, tc.want, describe(losses))
+		})
+	}
+}
+
+func TestUnrecorded(t *testing.T) {
+	shop := "shop.example.com"
+	owner := claimed(gw("a", "shop", prefix(shop, "/"), prefix(shop, "/x"), prefix("login."+shop, "/")), 1)
+	in := Input{Gateway: owner, Claims: owner.Status.Claims, Policy: Strict}
+	assert.Equal(t, []string{shop, "login." + shop}, Unrecorded(in, Resolve(in)), "each host once")
+
+	in.Records = Records{Claims: []v1.HostClaim{record(shop, "a")}}
+	assert.Empty(t, Unrecorded(in, Resolve(in)), "its record covers both")
+
+	borrower := claimed(gw("b", "cart", prefix(shop, "/cart/")), 2)
+	lender := delegating(claimed(gw("a", "shop", prefix(shop, "/")), 1), shop, "b", "/cart/")
+	in = Input{Gateway: borrower, Claims: borrower.Status.Claims, Others: []*v1.APIGateway{lender}, Policy: Strict}
+	assert.Empty(t, Resolve(in), "lent")
+	assert.Empty(t, Unrecorded(in, Resolve(in)), "a route held under a delegation records nothing")
+
+	lost := claimed(gw("c", "late", prefix(shop, "/login")), 3)
+	in = Input{Gateway: lost, Claims: lost.Status.Claims, Others: []*v1.APIGateway{lender}, Policy: Strict}
+	assert.Empty(t, Unrecorded(in, Resolve(in)), "a lost route records nothing")
+
+	nowhere := routingNowhere(gw("d", "x", prefix("d.example.com", "/")), 1)
+	in = Input{Gateway: nowhere, Claims: nowhere.Status.Claims, Policy: Strict}
+	assert.Empty(t, Unrecorded(in, Resolve(in)), "routing nowhere records nothing")
+}
+
+func TestRecordsRoutes(t *testing.T) {
+	rec := record("shop.example.com", "a")
+	r := Records{}
+	assert.True(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("login.shop.example.com", "/"))}), "a name it covers")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("b", "x", prefix("shop.example.com", "/"))}), "another namespace's")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("example.com", "/"))}), "a host above it")
+	deleting := gw("a", "x", prefix("shop.example.com", "/"))
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{deleting}), "a gateway being deleted")
+}
+
+func TestAncestors(t *testing.T) {
+	assert.Equal(t, []string{"login.shop.example.com", "shop.example.com", "*.shop.example.com", "example.com", "*.example.com"},
+		Ancestors("login.shop.example.com"))
+	assert.Equal(t, []string{"*.shop.example.com", "shop.example.com", "example.com", "*.example.com"}, Ancestors("*.shop.example.com"))
+	assert.Equal(t, []string{"example.com"}, Ancestors("example.com"))
+}
