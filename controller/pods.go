@@ -169,7 +169,8 @@ func podReady(p *corev1.Pod) bool {
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // newPodStatusClient reads the pods' status ports: never through a proxy
-// from the environment, never kept waiting. dial, when set, replaces the
+// from the environment, never kept waiting longer than the read's
+// context allows (prober.read). dial, when set, replaces the
 // dialer: the tests' pods share the loopback device, each status server
 // on a port of its own.
 func newPodStatusClient(dial dialFunc) *http.Client {
@@ -177,7 +178,6 @@ func newPodStatusClient(dial dialFunc) *http.Client {
 		dial = (&net.Dialer{Timeout: time.Second}).DialContext
 	}
 	return &http.Client{
-		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
 			Proxy:               nil,
 			DialContext:         dial,

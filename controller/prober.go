@@ -38,7 +38,9 @@ const (
 // reconcile worker at all.
 type prober struct {
 	client *http.Client
-	slots  chan struct{}
+	// timeout bounds one read (podReportsTimeout).
+	timeout time.Duration
+	slots   chan struct{}
 	// events carries the gateways to reconcile again (a source.Channel).
 	events chan event.GenericEvent
 	base   context.Context
@@ -76,9 +78,14 @@ type probeRequest struct {
 	targets []podTarget
 }
 
-func newProber(c *http.Client) *prober {
+// newProber reads with c, each read within timeout (0 means
+// podReportsTimeout).
+func newProber(c *http.Client, timeout time.Duration) *prober {
+	if timeout <= 0 {
+		timeout = podReportsTimeout
+	}
 	base, stop := context.WithCancel(context.Background())
-	return &prober{client: c, slots: make(chan struct{}, probeGateways), events: make(chan event.GenericEvent),
+	return &prober{client: c, timeout: timeout, slots: make(chan struct{}, probeGateways), events: make(chan event.GenericEvent),
 		base: base, stop: stop, now: time.Now, gateways: map[client.ObjectKey]*probed{}}
 }
 
@@ -161,7 +168,7 @@ func (p *prober) read(req probeRequest) (map[string]reading, bool) {
 	case <-p.base.Done():
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(p.base, podReportsTimeout)
+	ctx, cancel := context.WithTimeout(p.base, p.timeout)
 	defer cancel()
 	out := make([]reading, len(req.targets))
 	var wg sync.WaitGroup
@@ -174,7 +181,7 @@ func (p *prober) read(req probeRequest) (map[string]reading, bool) {
 				defer func() { <-sem }()
 				out[i].status, out[i].err = readPodStatus(ctx, p.client, t.ip)
 			case <-ctx.Done():
-				out[i].err = fmt.Errorf("not asked within %s: %w", podReportsTimeout, ctx.Err())
+				out[i].err = fmt.Errorf("not asked within %s: %w", p.timeout, ctx.Err())
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func (f *fakePods) dial(ctx context.Context, network, _ string) (net.Conn, error
 // clock.
 func startProber(t *testing.T, f *fakePods, now func() time.Time) *prober {
 	t.Helper()
-	p := newProber(newPodStatusClient(f.dial))
+	p := newProber(newPodStatusClient(f.dial), 0)
 	p.now = now
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -81,6 +81,8 @@ type Options struct {
 
 	// dialStatus, when set, dials the pods' status ports (tests).
 	dialStatus dialFunc
+	// podReportsTimeout, when set, replaces podReportsTimeout (tests).
+	podReportsTimeout time.Duration
 }
 
 // children are the options that shape the children (Children).
@@ -154,7 +156,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		opts:     opts,
 		gateways: gateways,
 
-		prober: newProber(newPodStatusClient(opts.dialStatus)),
+		prober: newProber(newPodStatusClient(opts.dialStatus), opts.podReportsTimeout),
 	}
 	if err := mgr.Add(r.prober); err != nil {
 		return err
