@@ -40,7 +40,7 @@ func TestReconcilerWritesChildren(t *testing.T) {
 		for optName, opts := range options {
 			t.Run(gwName+"/"+optName, func(t *testing.T) {
 				c, written := recordingClient(t, gw)
-				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts, gateways: heldBy(),
+				r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: opts, gateways: heldBy(), prober: newProber(newPodStatusClient(nil), 0),
 					httpRoutes: routesThrough(c)}
 				_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 

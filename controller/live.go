@@ -15,12 +15,14 @@ import (
 
 // podReport is what the operator learned of one of the gateway's own pods
 // (ownPods): whether it is ready, and what its reloader reports on
-// StatusPort, or why that could not be read.
+// StatusPort, or why that could not be read; unread while the prober has
+// not read it yet (for this configuration).
 type podReport struct {
 	name   string
 	ready  bool
 	status reloader.Status
 	err    error
+	unread bool
 }
 
 // liveState is the Live condition with status.liveReplicas, and whether
@@ -64,8 +66,16 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 		ready, live, waiting int32
 		refused              []podRefusal
 		unreachable          []podError
+		unread               []podName
 	)
 	for _, r := range reports {
+		if r.unread {
+			if r.ready {
+				ready++
+				unread = append(unread, podName(r.name))
+			}
+			continue
+		}
 		refusedIt := r.err == nil && r.status.Loaded != hash && r.status.Refused != nil && r.status.Refused.Hash == hash
 		switch {
 		case r.err != nil && r.ready:
@@ -106,11 +116,16 @@ func liveStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, h
 		st.condition = cond(metav1.ConditionUnknown, v1.ReasonStatusUnreachable,
 			"%s; could not read the reloader's status (port %d) of %s: a NetworkPolicy must let the operator's namespace reach it",
 			serving, StatusPort, joinBounded(unreachable, livePodsListed))
-	case live < ready && strategy(gw) == v1.ConfigUpdateRollout:
+	case waiting > 0 && strategy(gw) == v1.ConfigUpdateRollout:
 		st.condition = cond(metav1.ConditionFalse, ReasonRollingOut, "%s; the Rollout strategy replaces the others", serving)
-	case live < ready:
+	case waiting > 0:
 		st.condition = cond(metav1.ConditionFalse, v1.ReasonReloading,
 			"%s; the kubelet projects a changed ConfigMap into the pods within its sync period, then each reloads", serving)
+	case len(unread) > 0:
+		// The prober reconciles the gateway again once it has read them.
+		sort.Slice(unread, func(i, j int) bool { return unread[i] < unread[j] })
+		st.condition = cond(metav1.ConditionUnknown, v1.ReasonStatusUnreachable,
+			"%s; the reloader's status (port %d) of %s is being read", serving, StatusPort, joinBounded(unread, livePodsListed))
 	default:
 		st.condition = cond(metav1.ConditionTrue, v1.ReasonLive, "all %d ready replicas serve configuration %s", ready, short)
 	}
@@ -131,6 +146,11 @@ func legacyLive(gw *v1.APIGateway, dep *appsv1.Deployment, hash string) liveStat
 	}
 	return liveState{condition: c}
 }
+
+// podName is a pod named in a condition's message.
+type podName string
+
+func (p podName) String() string { return "pod " + string(p) }
 
 type podRefusal struct {
 	pod string

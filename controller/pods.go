@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,34 +59,37 @@ func (r *Reconciler) podTemplate(ctx context.Context, gw *v1.APIGateway, want De
 	return keepRunningTemplate(want.Deployment, live, want.ConfigHash)
 }
 
-// liveStatus asks the gateway's pods what they serve, when there is a
-// configuration to compare with and pods that can say (liveStatus).
+// liveStatus says what the gateway's pods serve, when there is a
+// configuration to compare with and pods that can say (liveStatus), from
+// their last reports (prober.reports): a reconcile never waits for a pod.
+// A gateway with no pods to ask has the prober forget it.
 func (r *Reconciler) liveStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, hash string) liveState {
 	var reports []podReport
 	if hash != "" && dep != nil && hasReloader(dep) && render.Replicas(gw) > 0 {
-		reports = r.podReports(ctx, gw, dep)
+		reports = r.podReports(ctx, gw, dep, hash)
+	} else {
+		r.prober.forget(client.ObjectKeyFromObject(gw))
 	}
 	return liveStatus(gw, dep, failures, hash, reports)
 }
 
 const (
-	// podReportsTimeout bounds one reconcile's reads of its pods' status,
-	// all of them together: a reloader answers from memory in
-	// milliseconds, so a pod that has not answered within it is reported
-	// unreachable, and a gateway whose pods do not answer (a tenant's
-	// NetworkPolicy, its own image) holds a reconcile worker this long at
-	// most, not once per pod.
+	// podReportsTimeout bounds one read of a gateway's pods' status, all
+	// of them together: a reloader answers from memory in milliseconds,
+	// so a pod that has not answered within it is reported unreachable,
+	// and a gateway whose pods do not answer (a tenant's NetworkPolicy,
+	// its own image) holds one of the prober's slots this long at most,
+	// not once per pod.
 	podReportsTimeout = time.Second
-	// podReportsParallel is how many pods one reconcile asks at once.
+	// podReportsParallel is how many pods of one gateway are asked at once.
 	podReportsParallel = 8
 )
 
-// podReports reads the reloader status of the gateway's own pods
-// (ownPods), every one with an address, ready or not (a pod whose nginx
-// refused its first configuration is not ready and says why). A pod that
-// has not answered when podReportsTimeout runs out is reported with that
-// error.
-func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment) []podReport {
+// podReports are the last reports of the gateway's own pods (ownPods),
+// every one with an address, ready or not (a pod whose nginx refused its
+// first configuration is not ready and says why), for the configuration
+// hash; the prober reads them again in the background.
+func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, hash string) []podReport {
 	var (
 		sets appsv1.ReplicaSetList
 		pods corev1.PodList
@@ -100,25 +102,7 @@ func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *app
 		return nil
 	}
 	targets := ownPods(dep, sets.Items, pods.Items, maxPodReports(gw))
-	ctx, cancel := context.WithTimeout(ctx, podReportsTimeout)
-	defer cancel()
-	reports := make([]podReport, len(targets))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, podReportsParallel)
-	for i, t := range targets {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-				t.status, t.err = readPodStatus(ctx, r.statusClient, t.ip)
-			case <-ctx.Done():
-				t.err = fmt.Errorf("not asked within %s: %w", podReportsTimeout, ctx.Err())
-			}
-			reports[i] = t.podReport
-		})
-	}
-	wg.Wait()
-	return reports
+	return r.prober.reports(client.ObjectKeyFromObject(gw), hash, targets)
 }
 
 // podTarget is a pod to ask, at its IP.
@@ -185,7 +169,8 @@ func podReady(p *corev1.Pod) bool {
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // newPodStatusClient reads the pods' status ports: never through a proxy
-// from the environment, never kept waiting. dial, when set, replaces the
+// from the environment, never kept waiting longer than the read's
+// context allows (prober.read). dial, when set, replaces the
 // dialer: the tests' pods share the loopback device, each status server
 // on a port of its own.
 func newPodStatusClient(dial dialFunc) *http.Client {
@@ -193,7 +178,6 @@ func newPodStatusClient(dial dialFunc) *http.Client {
 		dial = (&net.Dialer{Timeout: time.Second}).DialContext
 	}
 	return &http.Client{
-		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
 			Proxy:               nil,
 			DialContext:         dial,

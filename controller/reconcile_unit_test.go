@@ -158,7 +158,7 @@ func TestTransientFailureRetriedBesideInvalidRoutes(t *testing.T) {
 			},
 		}).
 		Build()
-	r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: Options{DefaultImage: testImage}, gateways: heldBy(),
+	r := &Reconciler{clients: clients{cached: c, live: c}, recorder: events.NewFakeRecorder(10), opts: Options{DefaultImage: testImage}, gateways: heldBy(), prober: newProber(newPodStatusClient(nil), 0),
 		httpRoutes: routesThrough(nil)}
 
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gw)})

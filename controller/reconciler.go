@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
@@ -85,6 +85,8 @@ type Options struct {
 
 	// dialStatus, when set, dials the pods' status ports (tests).
 	dialStatus dialFunc
+	// podReportsTimeout, when set, replaces podReportsTimeout (tests).
+	podReportsTimeout time.Duration
 }
 
 // children are the options that shape the children (Children).
@@ -105,8 +107,9 @@ type Reconciler struct {
 	// httpRoutes is the client of the operator's HTTPRoutes while the
 	// cluster serves them, nil while it does not (httpRouteWatch.client).
 	httpRoutes func(context.Context) (client.Client, error)
-	// statusClient reads the pods' reloader status (podReports).
-	statusClient *http.Client
+	// prober reads the pods' reloader status off the reconcile workers
+	// (podReports).
+	prober *prober
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -163,7 +166,10 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		opts:     opts,
 		gateways: gateways,
 
-		statusClient: newPodStatusClient(opts.dialStatus),
+		prober: newProber(newPodStatusClient(opts.dialStatus), opts.podReportsTimeout),
+	}
+	if err := mgr.Add(r.prober); err != nil {
+		return err
 	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -188,7 +194,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		// Pods that become ready or go: what they serve changes Live.
-		Watches(&corev1.Pod{}, podGateway)
+		Watches(&corev1.Pod{}, podGateway).
+		// A read of its pods that found something new.
+		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{}))
 	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
 	if err != nil {
 		return err
@@ -222,6 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer span.End()
 	gw, err := r.fetch(ctx, req.NamespacedName)
 	if gw == nil {
+		r.prober.forget(req.NamespacedName)
 		return ctrl.Result{}, err
 	}
 	d, err := r.decide(ctx, gw, r.currentHTTPRoutes(ctx, gw))

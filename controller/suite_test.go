@@ -55,7 +55,7 @@ func (o *operator) reconcileCount(name string) int {
 // it (CacheOptions merged into the manager options) until the test ends.
 // Every request the manager sends goes through a counting transport; tune,
 // when given, changes the reconciler's options.
-func startOperator(t *testing.T, tune ...func(*Options)) *operator {
+func startOperator(t testing.TB, tune ...func(*Options)) *operator {
 	t.Helper()
 	op := &operator{writes: &writeCounter{}, reconciles: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
@@ -114,13 +114,13 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // newNamespace is testenv.NewNamespace on the suite's control plane.
-func newNamespace(t *testing.T, prefix string) string {
+func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	return testenv.NewNamespace(t, env.Client, prefix)
 }
 
 // createGateway creates gw and deletes it when the test ends.
-func createGateway(t *testing.T, gw *v1.APIGateway) *v1.APIGateway {
+func createGateway(t testing.TB, gw *v1.APIGateway) *v1.APIGateway {
 	t.Helper()
 	gw = gw.DeepCopy()
 	gw.UID, gw.Generation = "", 0
@@ -176,7 +176,7 @@ func childrenOf(ch *testenv.Children) children {
 
 // settled waits (testenv.AwaitReconciled) until gw's four children exist
 // and its status describes its current generation, and returns both.
-func settled(t *testing.T, gw *v1.APIGateway) (*v1.APIGateway, children) {
+func settled(t testing.TB, gw *v1.APIGateway) (*v1.APIGateway, children) {
 	t.Helper()
 	cur, ch := testenv.AwaitReconciled(t, env.Client, client.ObjectKeyFromObject(gw), waitFor)
 	return cur, childrenOf(ch)
@@ -184,7 +184,7 @@ func settled(t *testing.T, gw *v1.APIGateway) (*v1.APIGateway, children) {
 
 // setDeploymentStatus plays the Deployment controller (envtest runs none):
 // the current template rolled out with ready of the wanted pods ready.
-func setDeploymentStatus(t *testing.T, gw *v1.APIGateway, ready int32) {
+func setDeploymentStatus(t testing.TB, gw *v1.APIGateway, ready int32) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
