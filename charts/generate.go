@@ -542,8 +542,9 @@ namespaceOwnership: {{ .Ownership }}
 # The front proxies whose X-Forwarded-For the gateways believe
 # (--gateway-trusted-proxies), as IP addresses or CIDRs, e.g. the ingress
 # controller's pod CIDR [10.244.0.0/16]: backends then see the client's
-# address in X-Forwarded-For and X-Real-IP. Empty: they see the connecting
-# address, and a client's own X-Forwarded-For is dropped.
+# address in X-Forwarded-For and X-Real-IP, and the proxies' X-Forwarded-Proto
+# and -Port. Empty: they see the connecting address and the gateway's own
+# scheme, and a client's own X-Forwarded-* headers are dropped.
 gatewayTrustedProxies: []
 
 # Namespaced mode (--watch-namespaces): the namespaces whose APIGateways

@@ -205,7 +205,7 @@ func (o *options) checkWebhookLimits() error {
 // trustedProxiesUsage documents --gateway-trusted-proxies, which the
 // operator and the render command take.
 const trustedProxiesUsage = "Comma-separated IP addresses or CIDRs of the front proxies (such as the ingress controller's pods) whose X-Forwarded-For the gateways believe: " +
-	"their backends then see the client's address in X-Forwarded-For and X-Real-IP. Empty: the connecting address, and a client's own X-Forwarded-For is dropped."
+	"their backends then see the client's address in X-Forwarded-For and X-Real-IP, and the proxies' X-Forwarded-Proto and X-Forwarded-Port. Empty: the connecting address and the gateway's own scheme, and a client's own X-Forwarded-* headers are dropped."
 
 // parseTrustedProxies splits and checks --gateway-trusted-proxies.
 func parseTrustedProxies(s string) ([]string, error) {
