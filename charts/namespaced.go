@@ -51,6 +51,7 @@ var builtinNamespaced = map[schema.GroupResource]bool{
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes"}:                         true,
 	{Group: "networking.k8s.io", Resource: "ingressclasses"}:                             false,
 	{Group: "networking.k8s.io", Resource: "ingresses"}:                                  true,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}:                            true,
 }
 
 // scopes says whether a resource is namespaced: builtinNamespaced, and the
