@@ -547,6 +547,13 @@ namespaceOwnership: {{ .Ownership }}
 # scheme, and a client's own X-Forwarded-* headers are dropped.
 gatewayTrustedProxies: []
 
+# A NetworkPolicy per APIGateway (--gateway-status-from-namespace, set to the
+# release namespace): the gateway pods' status port answers the operator's
+# pods only, and their traffic port anyone. Leave it false where your own
+# NetworkPolicies narrow who reaches the gateway pods: policies add up, and
+# this one would open the traffic port (docs/security.md).
+gatewayNetworkPolicy: false
+
 # Namespaced mode (--watch-namespaces): the namespaces whose APIGateways
 # the operator serves, e.g. [team-a, team-b]. The ClusterRole then keeps
 # only its rules on cluster-scoped resources; those on namespaced ones

@@ -19,6 +19,7 @@ const (
 	flagOwnership      = "--namespace-ownership"
 	flagTrustedProxies = "--gateway-trusted-proxies"
 	flagWatch          = "--watch-namespaces"
+	flagStatusFrom     = "--gateway-status-from-namespace"
 )
 
 // WatchedRole names the Role and RoleBinding namespaced mode renders in
@@ -248,6 +249,11 @@ func indent(lines []string, in string) string {
 var flagActions = map[*regexp.Regexp]func(indent string) string{
 	regexp.MustCompile(`(?m)^( *)- __TRUSTED_PROXIES__$`):  listFlag(flagTrustedProxies, "gatewayTrustedProxies"),
 	regexp.MustCompile(`(?m)^( *)- __WATCH_NAMESPACES__$`): listFlag(flagWatch, "watchNamespaces"),
+	// The operator's pods, in the release namespace, read the status port.
+	regexp.MustCompile(`(?m)^( *)- __GATEWAY_NETWORK_POLICY__$`): func(in string) string {
+		return "{{- if .Values.gatewayNetworkPolicy }}\n" + in +
+			`- {{ printf "` + flagStatusFrom + `=%s" .Release.Namespace | quote }}` + "\n{{- end }}"
+	},
 	// Each admission webhook sees only the watched namespaces' objects.
 	regexp.MustCompile(`(?m)^( *)namespaceSelector: __WEBHOOK_NAMESPACES__$`): func(in string) string {
 		return "{{- with .Values.watchNamespaces }}\n" +
@@ -283,7 +289,7 @@ func placeholdFlags(c map[string]any) error {
 	if !found {
 		return fmt.Errorf("the manager's args do not write out %s", flagOwnership)
 	}
-	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__")
+	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__GATEWAY_NETWORK_POLICY__")
 	return nil
 }
 
