@@ -247,7 +247,7 @@ func TestSchemaRefusesUnknownValues(t *testing.T) {
 }
 
 func TestLint(t *testing.T) {
-	all := map[string][]string{"namespaced": {"watchNamespaces={team-a,team-b}", "gatewayTrustedProxies={10.0.0.0/8}"}}
+	all := map[string][]string{"namespaced": {"watchNamespaces={team-a,team-b}", "gatewayTrustedProxies={10.0.0.0/8}", "gatewayNetworkPolicy=true"}}
 	for name, tc := range modes {
 		all[name] = tc.set
 	}

@@ -548,9 +548,17 @@ hostReleaseAfter: ""
 # The front proxies whose X-Forwarded-For the gateways believe
 # (--gateway-trusted-proxies), as IP addresses or CIDRs, e.g. the ingress
 # controller's pod CIDR [10.244.0.0/16]: backends then see the client's
-# address in X-Forwarded-For and X-Real-IP. Empty: they see the connecting
-# address, and a client's own X-Forwarded-For is dropped.
+# address in X-Forwarded-For and X-Real-IP, and the proxies' X-Forwarded-Proto
+# and -Port. Empty: they see the connecting address and the gateway's own
+# scheme, and a client's own X-Forwarded-* headers are dropped.
 gatewayTrustedProxies: []
+
+# A NetworkPolicy per APIGateway (--gateway-status-from-namespace, set to the
+# release namespace): the gateway pods' status port answers the operator's
+# pods only, and their traffic port anyone. Leave it false where your own
+# NetworkPolicies narrow who reaches the gateway pods: policies add up, and
+# this one would open the traffic port (docs/security.md).
+gatewayNetworkPolicy: false
 
 # Namespaced mode (--watch-namespaces): the namespaces whose APIGateways
 # the operator serves, e.g. [team-a, team-b]. The ClusterRole then keeps

@@ -20,6 +20,7 @@ const (
 	flagTrustedProxies = "--gateway-trusted-proxies"
 	flagHostRelease    = "--host-release-after"
 	flagWatch          = "--watch-namespaces"
+	flagStatusFrom     = "--gateway-status-from-namespace"
 )
 
 // WatchedRole names the Role and RoleBinding namespaced mode renders in
@@ -52,6 +53,7 @@ var builtinNamespaced = map[schema.GroupResource]bool{
 	{Group: "gateway.networking.k8s.io", Resource: "httproutes"}:                         true,
 	{Group: "networking.k8s.io", Resource: "ingressclasses"}:                             false,
 	{Group: "networking.k8s.io", Resource: "ingresses"}:                                  true,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}:                            true,
 }
 
 // scopes says whether a resource is namespaced: builtinNamespaced, and the
@@ -252,6 +254,11 @@ var flagActions = map[*regexp.Regexp]func(indent string) string{
 		return "{{- with .Values.hostReleaseAfter }}\n" + in +
 			`- {{ printf "` + flagHostRelease + `=%s" . | quote }}` + "\n{{- end }}"
 	},
+	// The operator's pods, in the release namespace, read the status port.
+	regexp.MustCompile(`(?m)^( *)- __GATEWAY_NETWORK_POLICY__$`): func(in string) string {
+		return "{{- if .Values.gatewayNetworkPolicy }}\n" + in +
+			`- {{ printf "` + flagStatusFrom + `=%s" .Release.Namespace | quote }}` + "\n{{- end }}"
+	},
 	// Each admission webhook sees only the watched namespaces' objects.
 	regexp.MustCompile(`(?m)^( *)namespaceSelector: __WEBHOOK_NAMESPACES__$`): func(in string) string {
 		return "{{- with .Values.watchNamespaces }}\n" +
@@ -288,7 +295,7 @@ func placeholdFlags(c map[string]any) error {
 	if !found {
 		return fmt.Errorf("the manager's args do not write out %s", flagOwnership)
 	}
-	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__")
+	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__", "__GATEWAY_NETWORK_POLICY__")
 	return nil
 }
 

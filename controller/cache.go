@@ -50,6 +50,8 @@ func CacheOptions() cache.Options {
 			&appsv1.Deployment{}:    cachedChildren(deploymentChild),
 			&corev1.Service{}:       cachedChildren(serviceChild),
 			&networkingv1.Ingress{}: cachedChildren(ingressChild),
+			// Read only while --gateway-status-from is set.
+			&networkingv1.NetworkPolicy{}: cachedChildren(networkPolicyChild),
 			// The gateway pods and their ReplicaSets, which carry the pod
 			// template's labels: which pods to ask what they serve, and
 			// whether the gateway's Deployment made them (ownPods).

@@ -29,6 +29,10 @@ type ChildOptions struct {
 	// ReloaderImage is the operator's image, whose binary runs nginx in
 	// the gateway pods (package reloader).
 	ReloaderImage string
+	// StatusFrom, when set, is the namespace whose pods (the operator's)
+	// may reach the gateway pods' status port: each gateway then gets a
+	// NetworkPolicy (desiredNetworkPolicy). Empty: none.
+	StatusFrom string
 }
 
 // renderOptions are the options the renderer reads.
@@ -51,6 +55,8 @@ type Desired struct {
 	// HTTPRoute (desiredHTTPRoutes); the reconciler deletes every other
 	// HTTPRoute the gateway controls.
 	HTTPRoutes []*gatewayv1ac.HTTPRouteApplyConfiguration
+	// NetworkPolicy is nil unless ChildOptions.StatusFrom is set.
+	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
 }
 
 // Children builds gw's children exactly as the reconciler applies them;
@@ -71,7 +77,7 @@ type Desired struct {
 // every route of this one (servedGateway); its pods and Service stay, to
 // take the routes back when those gateways let them go.
 func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
-	d := Desired{Service: desiredService(gw)}
+	d := Desired{Service: desiredService(gw), NetworkPolicy: desiredNetworkPolicy(gw, opts.StatusFrom)}
 	switch {
 	case exposedByHTTPRoute(gw):
 		d.HTTPRoutes = desiredHTTPRoutes(gw)
@@ -108,6 +114,9 @@ func (d Desired) Objects() []runtime.ApplyConfiguration {
 	}
 	for _, r := range d.HTTPRoutes {
 		out = append(out, r)
+	}
+	if d.NetworkPolicy != nil {
+		out = append(out, d.NetworkPolicy)
 	}
 	return out
 }

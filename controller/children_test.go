@@ -35,6 +35,7 @@ func TestReconcilerWritesChildren(t *testing.T) {
 		"resolvers and cluster domain": {
 			DefaultImage: "registry.example.com/nginx:1", ReloaderImage: testReloaderImage, Resolvers: []string{"10.96.0.10", "[fd00::a]:5353"}, ClusterDomain: "corp.internal",
 		},
+		"status port policy": {DefaultImage: testImage, ReloaderImage: testReloaderImage, StatusFrom: "apigateway-system"},
 	}
 	for gwName, gw := range gateways {
 		for optName, opts := range options {
@@ -104,6 +105,8 @@ func typedChild(t *testing.T, ac runtime.ApplyConfiguration) client.Object {
 		obj = ingressChild.newObj()
 	case "HTTPRoute":
 		obj = httpRouteChild.newObj()
+	case "NetworkPolicy":
+		obj = networkPolicyChild.newObj()
 	default:
 		t.Fatalf("not a child: %T of kind %q", ac, u.GetKind())
 	}

@@ -65,6 +65,8 @@ type Options struct {
 	ClusterDomain string
 	// TrustedProxies: see ChildOptions.
 	TrustedProxies []string
+	// StatusFrom: see ChildOptions.
+	StatusFrom string
 	// Namespaces, when set, are the only namespaces the manager's cache
 	// holds (namespaced mode); the HTTPRoute cache (httpRouteWatch) is
 	// restricted to them too.
@@ -92,7 +94,7 @@ type Options struct {
 // children are the options that shape the children (Children).
 func (o Options) children() ChildOptions {
 	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain,
-		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage}
+		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage, StatusFrom: o.StatusFrom}
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
@@ -118,6 +120,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -197,6 +200,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Watches(&corev1.Pod{}, podGateway).
 		// A read of its pods that found something new.
 		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{}))
+	if opts.StatusFrom != "" {
+		b = b.Owns(&networkingv1.NetworkPolicy{})
+	}
 	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
 	if err != nil {
 		return err
@@ -371,6 +377,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 	if f != nil {
 		failures = append(failures, *f)
 	}
+	r.applyNetworkPolicy(ctx, gw, want, note)
 	if len(made) > 0 {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeNormal, string(created), "Apply", "%s %s", string(created), strings.Join(made, ", "))
 	}
@@ -534,6 +541,10 @@ var (
 	ingressChild = child[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]{
 		kind: "Ingress", newObj: func() *networkingv1.Ingress { return &networkingv1.Ingress{} }, extract: networkingv1ac.ExtractIngress,
 		slim: slimIngress,
+	}
+	networkPolicyChild = child[*networkingv1.NetworkPolicy, *networkingv1ac.NetworkPolicyApplyConfiguration]{
+		kind: "NetworkPolicy", newObj: func() *networkingv1.NetworkPolicy { return &networkingv1.NetworkPolicy{} },
+		extract: networkingv1ac.ExtractNetworkPolicy,
 	}
 	httpRouteChild = child[*gatewayv1.HTTPRoute, *gatewayv1ac.HTTPRouteApplyConfiguration]{
 		kind: "HTTPRoute", newObj: func() *gatewayv1.HTTPRoute { return &gatewayv1.HTTPRoute{} }, extract: gatewayv1ac.ExtractHTTPRoute,

@@ -160,7 +160,7 @@ func TestDataPlane(t *testing.T) {
 		var got echoReply
 		require.NoError(t, json.Unmarshal([]byte(body), &got))
 		assert.Equal(t, echoReply{Service: "fresh", RequestURI: "/new/1", Path: "/new/1", Host: "api.example.com",
-			ForwardedFor: "127.0.0.1", RealIP: "127.0.0.1"}, got)
+			ForwardedFor: "127.0.0.1", RealIP: "127.0.0.1", ForwardedHost: "api.example.com", ForwardedProto: "http"}, got)
 		status, _, err = rawRequest(nginx.httpAddr, "GET /users HTTP/1.1", "api.example.com")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, status, "an old route was lost in the reload")
@@ -208,6 +208,55 @@ func TestDataPlaneForwardedFor(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(body), &got), body)
 			assert.Equal(t, tc.want, got.ForwardedFor, "X-Forwarded-For at the backend")
 			assert.Equal(t, tc.want, got.RealIP, "X-Real-IP at the backend")
+		})
+	}
+}
+
+// TestDataPlaneForwardedHeaders checks, through real nginx, that a client
+// cannot choose the host, scheme or port its backend believes it used:
+// X-Forwarded-Host is the request's host, X-Forwarded-Proto and
+// X-Forwarded-Port a trusted proxy's (proto http or https, port digits),
+// else the gateway's own scheme and no port, and Forwarded never arrives.
+// A route that changes request headers repeats the gateway's, so both
+// kinds of location are asked.
+func TestDataPlaneForwardedHeaders(t *testing.T) {
+	bin := nginxBinary(t)
+	ports := startEchoBackends(t, "users")
+	resolver := startServiceDNS(t)
+	headers := route("api.example.com", "/h/", v1.PathTypePrefix, "users", ports["users"])
+	headers.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Team", Value: "payments"}}}
+	gw := gateway("forwarded", route("api.example.com", "/", v1.PathTypePrefix, "users", ports["users"]), headers)
+	forged := []string{"Forwarded: for=6.6.6.6;host=evil.example;proto=https", "X-Forwarded-Host: evil.example"}
+	type seen struct{ host, proto, port string }
+	tests := map[string]struct {
+		trusted []string
+		sent    []string // headers the client (or the proxy) sends
+		want    seen
+	}{
+		"nothing sent":                {want: seen{"api.example.com", "http", ""}},
+		"a forged set is replaced":    {sent: append(forged, "X-Forwarded-Proto: https", "X-Forwarded-Port: 443"), want: seen{"api.example.com", "http", ""}},
+		"an untrusted peer's proto":   {trusted: []string{"10.0.0.0/8"}, sent: []string{"X-Forwarded-Proto: https", "X-Forwarded-Port: 443"}, want: seen{"api.example.com", "http", ""}},
+		"the trusted proxy's is kept": {trusted: []string{"127.0.0.1"}, sent: append(forged, "X-Forwarded-Proto: HTTPS", "X-Forwarded-Port: 443"), want: seen{"api.example.com", "https", "443"}},
+		"a trusted CIDR":              {trusted: []string{"127.0.0.0/8"}, sent: []string{"X-Forwarded-Proto: http", "X-Forwarded-Port: 8443"}, want: seen{"api.example.com", "http", "8443"}},
+		"a trusted proxy without":     {trusted: []string{"127.0.0.1"}, want: seen{"api.example.com", "http", ""}},
+		"a trusted proxy's nonsense":  {trusted: []string{"127.0.0.1"}, sent: []string{"X-Forwarded-Proto: javascript", "X-Forwarded-Port: 443, 80"}, want: seen{"api.example.com", "http", ""}},
+		"a chain is not a scheme":     {trusted: []string{"127.0.0.1"}, sent: []string{"X-Forwarded-Proto: https, http"}, want: seen{"api.example.com", "http", ""}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			nginx := startNginx(t, bin, func(opts Options) (string, error) {
+				opts.TrustedProxies = tc.trusted
+				return Config(gw, opts)
+			}, resolver)
+			for _, target := range []string{"/x", "/h/x"} {
+				status, body, err := rawRequest(nginx.httpAddr, "GET "+target+" HTTP/1.1", "api.example.com", tc.sent...)
+				require.NoError(t, err, nginx.logs())
+				require.Equal(t, http.StatusOK, status, body)
+				var got echoReply
+				require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+				assert.Equal(t, tc.want, seen{got.ForwardedHost, got.ForwardedProto, got.ForwardedPort}, "X-Forwarded-Host, -Proto, -Port at the backend of %s", target)
+				assert.Empty(t, got.Forwarded, "Forwarded at the backend of %s", target)
+			}
 		})
 	}
 }

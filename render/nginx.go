@@ -179,6 +179,7 @@ func (m *Gateway) render() (string, error) {
 		"server_names_hash_bucket_size %d;\nserver_names_hash_max_size %d;\n\n",
 		serverNamesHashBucketSize, serverNamesHashMaxSize)
 	writeRealIP(&b, trusted)
+	writeForwarded(&b, trusted)
 	if httpBlocks != "" {
 		b.WriteString("# Per-route traffic settings: weighted backends, rate limits, added request headers.\n")
 		b.WriteString(httpBlocks)
@@ -388,6 +389,43 @@ func writeRealIP(b *strings.Builder, trusted []string) {
 		fmt.Fprintf(b, "set_real_ip_from %s;\n", p)
 	}
 	b.WriteString("real_ip_header X-Forwarded-For;\nreal_ip_recursive on;\n\n")
+}
+
+const (
+	// trustedPeerVariable is 1 when the connection comes from a trusted
+	// proxy, 0 otherwise; forwardedProtoVariable and forwardedPortVariable
+	// are the X-Forwarded-Proto and X-Forwarded-Port the gateway sends.
+	trustedPeerVariable    = "gateway_trusted_peer"
+	forwardedProtoVariable = "gateway_forwarded_proto"
+	forwardedPortVariable  = "gateway_forwarded_port"
+)
+
+// writeForwarded defines the scheme and port the gateway reports to
+// backends: a trusted proxy's X-Forwarded-Proto (http or https, any case)
+// and X-Forwarded-Port (digits), else the gateway's own $scheme and no
+// port (the pod's port is not the one the client used: the Service maps
+// it). The peer is judged by $realip_remote_addr, the connection's
+// address before realip replaced $remote_addr, against the same list as
+// set_real_ip_from: one trust decision for all the forwarded headers.
+func writeForwarded(b *strings.Builder, trusted []string) {
+	b.WriteString("# The scheme and port the client used, as a trusted front proxy reported\n" +
+		"# them; from any other peer, the gateway's own scheme and no port.\n")
+	fmt.Fprintf(b, "geo $realip_remote_addr $%s {\n    default 0;\n", trustedPeerVariable)
+	for _, p := range trusted {
+		fmt.Fprintf(b, "    %s 1;\n", p)
+	}
+	b.WriteString("}\n")
+	fmt.Fprintf(b, `map "$%[1]s:$http_x_forwarded_proto" $%[2]s {
+    default $scheme;
+    "~*^1:https$" https;
+    "~*^1:http$" http;
+}
+map "$%[1]s:$http_x_forwarded_port" $%[3]s {
+    default "";
+    "~^1:([0-9]{1,5})$" $1;
+}
+
+`, trustedPeerVariable, forwardedProtoVariable, forwardedPortVariable)
 }
 
 func writeHealthServer(b *strings.Builder, listen string) {

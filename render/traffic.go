@@ -251,6 +251,14 @@ var gatewayHeaders = []struct{ name, value, comment string }{
 # client wrote in X-Forwarded-For is replaced, never passed on.
 `},
 	{name: "X-Forwarded-For", value: "$remote_addr"},
+	{name: "X-Forwarded-Host", value: "$host", comment: `# Where the client was at the edge: the host it asked for, and the
+# scheme and port a trusted front proxy reported, else the gateway's own
+# scheme and no port (writeForwarded). Forwarded (RFC 7239) is cleared:
+# a client's would contradict these, and backends read either.
+`},
+	{name: "X-Forwarded-Proto", value: "$" + forwardedProtoVariable},
+	{name: "X-Forwarded-Port", value: "$" + forwardedPortVariable},
+	{name: "Forwarded", value: `""`},
 }
 
 // writeRequestHeaders sets, adds and removes the headers sent to the

@@ -80,13 +80,14 @@ type HTTPHeader struct {
 
 // HTTPHeaderName is a header's name: letters, digits and '-', starting
 // with a letter or digit, at most 64 characters; not a header the gateway
-// owns (Host, X-Forwarded-For, X-Real-IP, Content-Length) nor a hop-by-hop
-// header (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
+// owns (Host, X-Forwarded-For, X-Real-IP, X-Forwarded-Host,
+// X-Forwarded-Proto, X-Forwarded-Port, Forwarded, Content-Length) nor a
+// hop-by-hop header (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
 // Transfer-Encoding, Upgrade).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9]*$`
-// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['host', 'x-forwarded-for', 'x-real-ip', 'content-length', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])",message="is a header the gateway sets itself or a hop-by-hop header, which a route may not change"
+// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['host', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'forwarded', 'content-length', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])",message="is a header the gateway sets itself or a hop-by-hop header, which a route may not change"
 type HTTPHeaderName string
 
 // HTTPHeaderValue is a header's value: printable ASCII and spaces, without

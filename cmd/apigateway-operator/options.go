@@ -107,6 +107,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.reloaderImage, "reloader-image", "", "Image whose binary the gateway pods run as the reloader of their nginx (an init container copies it). Empty: the operator's own image, read from its Pod (POD_NAMESPACE, POD_NAME); outside a pod, "+fallbackReloaderImage+".")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", render.DefaultClusterDomain, "DNS suffix of the cluster's Services: gateways reach their backends at <service>.<namespace>.svc.<domain>, and the self-signed certificate covers the webhook Service under it.")
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
+	fs.StringVar(&o.controller.StatusFrom, "gateway-status-from-namespace", "", "Namespace (the operator's) whose pods alone may reach the gateway pods' status port: each APIGateway then gets a NetworkPolicy N that allows that, and the traffic port from anywhere. "+
+		"Do not set it where your own NetworkPolicies narrow who reaches the gateway pods: policies add up, so this one would open the traffic port. Empty: no policy.")
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
 	fs.DurationVar(&o.controller.HostReleaseAfter, "host-release-after", controller.DefaultHostReleaseAfter, hostReleaseAfterUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
@@ -134,6 +136,9 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.TrustedProxies = proxies
+	if errs := validation.IsDNS1123Label(o.controller.StatusFrom); o.controller.StatusFrom != "" && len(errs) > 0 {
+		return fmt.Errorf("--gateway-status-from-namespace: %s", strings.Join(errs, "; "))
+	}
 	if o.namespaces, err = parseNamespaces(o.watchNamespaces); err != nil {
 		return err
 	}
@@ -206,7 +211,7 @@ func (o *options) checkWebhookLimits() error {
 // trustedProxiesUsage documents --gateway-trusted-proxies, which the
 // operator and the render command take.
 const trustedProxiesUsage = "Comma-separated IP addresses or CIDRs of the front proxies (such as the ingress controller's pods) whose X-Forwarded-For the gateways believe: " +
-	"their backends then see the client's address in X-Forwarded-For and X-Real-IP. Empty: the connecting address, and a client's own X-Forwarded-For is dropped."
+	"their backends then see the client's address in X-Forwarded-For and X-Real-IP, and the proxies' X-Forwarded-Proto and X-Forwarded-Port. Empty: the connecting address and the gateway's own scheme, and a client's own X-Forwarded-* headers are dropped."
 
 // parseTrustedProxies splits and checks --gateway-trusted-proxies.
 func parseTrustedProxies(s string) ([]string, error) {

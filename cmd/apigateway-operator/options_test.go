@@ -74,6 +74,8 @@ func TestFlagsComplete(t *testing.T) {
 		"trusted proxies": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8, 192.168.1.1"}},
 		"a trusted proxy that is no address": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8,ingress-nginx"},
 			wantErr: `--gateway-trusted-proxies: trusted proxy "ingress-nginx" is not an IP address or CIDR`},
+		"a gateway network policy": {args: []string{"--gateway-status-from-namespace=apigateway-system"}},
+		"a status namespace typo":  {args: []string{"--gateway-status-from-namespace=Ops_NS"}, wantErr: `--gateway-status-from-namespace: a lowercase RFC 1123 label`},
 		"inter-namespace hosts":    {args: []string{"--namespace-ownership=InterNamespaceAllowed"}},
 		"an unknown ownership":     {args: []string{"--namespace-ownership=loose"}, wantErr: `--namespace-ownership: want Strict or InterNamespaceAllowed, got "loose"`},
 		"watched namespaces":       {args: []string{"--watch-namespaces=team-a,team-b"}},

@@ -22,6 +22,13 @@ type EchoReply struct {
 	// headers the backend received.
 	ForwardedFor string `json:"forwardedFor,omitempty"`
 	RealIP       string `json:"realIP,omitempty"`
+	// ForwardedHost, ForwardedProto, ForwardedPort and Forwarded are the
+	// X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port and Forwarded
+	// headers the backend received, several lines joined by ", ".
+	ForwardedHost  string `json:"forwardedHost,omitempty"`
+	ForwardedProto string `json:"forwardedProto,omitempty"`
+	ForwardedPort  string `json:"forwardedPort,omitempty"`
+	Forwarded      string `json:"forwarded,omitempty"`
 }
 
 // StartEchoBackends starts one echo backend on 127.0.0.1 per Service name
@@ -46,8 +53,11 @@ func StartEchoBackend(t testing.TB, name, addr string) int32 {
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		header := func(name string) string { return strings.Join(r.Header.Values(name), ", ") }
 		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
-			ForwardedFor: strings.Join(r.Header.Values("X-Forwarded-For"), ", "), RealIP: r.Header.Get("X-Real-IP")})
+			ForwardedFor: header("X-Forwarded-For"), RealIP: r.Header.Get("X-Real-IP"),
+			ForwardedHost: header("X-Forwarded-Host"), ForwardedProto: header("X-Forwarded-Proto"),
+			ForwardedPort: header("X-Forwarded-Port"), Forwarded: header("Forwarded")})
 	}))
 	srv.Listener.Close()
 	srv.Listener = ln

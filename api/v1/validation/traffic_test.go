@@ -113,6 +113,21 @@ func TestValidateTraffic(t *testing.T) {
 				{"spec.routes[0].responseHeaders.add[0].name", invalid, "hop-by-hop", RuleHeaders},
 			},
 		},
+		"the forwarded headers are reserved": {
+			mutate: func(r *v1.Route) {
+				r.RequestHeaders = &v1.HeaderModifier{
+					Set:    []v1.HTTPHeader{header("Forwarded", "for=1.2.3.4"), header("X-Forwarded-Proto", "https")},
+					Add:    []v1.HTTPHeader{header("x-forwarded-host", "evil.example")},
+					Remove: []v1.HTTPHeaderName{"X-FORWARDED-PORT"},
+				}
+			},
+			want: []wantErr{
+				{"spec.routes[0].requestHeaders.set[0].name", invalid, "sets itself", RuleHeaders},
+				{"spec.routes[0].requestHeaders.set[1].name", invalid, "sets itself", RuleHeaders},
+				{"spec.routes[0].requestHeaders.add[0].name", invalid, "sets itself", RuleHeaders},
+				{"spec.routes[0].requestHeaders.remove[0]", invalid, "sets itself", RuleHeaders},
+			},
+		},
 		"a header named twice across lists": {
 			mutate: func(r *v1.Route) {
 				r.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{header("X-A", "1")}, Remove: []v1.HTTPHeaderName{"x-a"}}
