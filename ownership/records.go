@@ -19,34 +19,20 @@ type Records struct {
 	Bindings []v1.DomainBinding
 }
 
-// binding is the DomainBinding that decides which namespaces may claim
-// host: of those whose domain covers it, the longest. Nil when none does.
-func (r Records) binding(host string) *v1.DomainBinding {
-	var best *v1.DomainBinding
-	for i := range r.Bindings {
-		b := &r.Bindings[i]
-		if validation.Covers(string(b.Spec.Domain), host) && (best == nil || len(b.Spec.Domain) > len(best.Spec.Domain)) {
-			best = b
-		}
-	}
-	return best
-}
-
 // BoundOut returns the domain of a DomainBinding that keeps namespace from
-// claiming host, and whether there is one: the binding that decides host
-// (the longest covering it) leaves namespace out, or host is a wildcard
-// covering a bound domain whose binding leaves namespace out (the wildcard
-// would serve that domain's names).
+// claiming host, and whether there is one: a binding whose domain covers
+// host leaves namespace out (where bindings nest, every one of them must
+// list it), or host is a wildcard covering a bound domain whose binding
+// leaves namespace out (the wildcard would serve that domain's names).
+// The admission policy for HTTPRoutes and Ingresses
+// (manifests/policy/hosts.yaml) decides by the same rule, one binding at a
+// time.
 func (r Records) BoundOut(host, namespace string) (string, bool) {
-	if b := r.binding(host); b != nil && !slices.Contains(b.Spec.Namespaces, namespace) {
-		return string(b.Spec.Domain), true
-	}
-	if !validation.IsWildcard(host) {
-		return "", false
-	}
 	for i := range r.Bindings {
 		b := &r.Bindings[i]
-		if d := string(b.Spec.Domain); validation.Covers(host, d) && !slices.Contains(b.Spec.Namespaces, namespace) {
+		d := string(b.Spec.Domain)
+		covered := validation.Covers(d, host) || (validation.IsWildcard(host) && validation.Covers(host, d))
+		if covered && !slices.Contains(b.Spec.Namespaces, namespace) {
 			return d, true
 		}
 	}

@@ -102,10 +102,14 @@ func TestResolveRecords(t *testing.T) {
 			policy:  InterNamespaceAllowed,
 			want:    []string{"0 DomainBound corp.example.com"},
 		},
-		"the longest binding decides": {
+		"nested bindings: every one must list the namespace": {
 			gw:      gw("c", "x", prefix("x.corp.example.com", "/"), prefix("www.example.com", "/")),
 			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a"), binding("corp.example.com", "c")}},
-			want:    []string{"1 DomainBound example.com"},
+			want:    []string{"0 DomainBound example.com", "1 DomainBound example.com"},
+		},
+		"nested bindings that both list it": {
+			gw:      gw("c", "x", prefix("x.corp.example.com", "/")),
+			records: Records{Bindings: []v1.DomainBinding{binding("example.com", "a", "c"), binding("corp.example.com", "c")}},
 		},
 		"a wildcard covering a domain bound to others": {
 			gw:      gw("a", "x", prefix("*.example.com", "/")),
