@@ -281,10 +281,7 @@ func TestCoversCEL(t *testing.T) {
 func TestHostClaimVerdicts(t *testing.T) {
 	claims, _ := hostsPolicies(t)
 	shop := hostClaim("shop.example.com")
-	cases := map[string]struct {
-		w    write
-		want string // a refusal containing this; "" for admitted
-	}{
+	cases := map[string]verdict{
 		"the host, from another namespace": {write{obj: httpRoute("team-b", "shop.example.com")},
 			"host shop.example.com belongs to another namespace: only that namespace may route it"},
 		"a name below it": {write{obj: httpRoute("team-b", "api.example.com", "login.shop.example.com")},
@@ -315,21 +312,7 @@ func TestHostClaimVerdicts(t *testing.T) {
 		"an update that drops every hostname": {write{operation: admission.Update,
 			obj: httpRoute("team-b"), old: httpRoute("team-b", "www.example.com")}, "an HTTPRoute without hostnames"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if tc.w.user == "" {
-				tc.w.user = "alice"
-			}
-			got := claims.refusals(t, tc.w, shop)
-			if tc.want == "" {
-				assert.Empty(t, got)
-				return
-			}
-			require.Len(t, got, 1, "one refusal")
-			assert.Contains(t, got[0], tc.want)
-			assert.NotContains(t, got[0], "team-a", "a refusal never names the owner")
-		})
-	}
+	checkVerdicts(t, claims, shop, cases)
 }
 
 // TestDomainBindingVerdicts: what the DomainBinding policy refuses. Each
@@ -338,10 +321,7 @@ func TestHostClaimVerdicts(t *testing.T) {
 func TestDomainBindingVerdicts(t *testing.T) {
 	_, domains := hostsPolicies(t)
 	corp := domainBinding("corp.example.com", "team-a", "team-c")
-	cases := map[string]struct {
-		w    write
-		want string
-	}{
+	cases := map[string]verdict{
 		"the domain": {write{obj: httpRoute("team-b", "corp.example.com")},
 			"host corp.example.com is in corp.example.com, which a DomainBinding reserves for other namespaces"},
 		"a wildcard below it": {write{obj: ingress("team-b", []string{"*.corp.example.com"})}, "host *.corp.example.com is in corp.example.com"},
@@ -352,18 +332,32 @@ func TestDomainBindingVerdicts(t *testing.T) {
 		"outside the domain":  {write{obj: httpRoute("team-b", "corp.example.com.evil.io", "notcorp.example.com")}, ""},
 		"the operator":        {write{user: operator, obj: httpRoute("team-b", "corp.example.com")}, ""},
 	}
+	checkVerdicts(t, domains, corp, cases)
+}
+
+// verdict is a write and what the policy answers: a refusal containing
+// want, or none when want is "".
+type verdict struct {
+	w    write
+	want string
+}
+
+// checkVerdicts runs each case against p with param, as alice unless the
+// case names a user. A refusal never names the owner (team-a).
+func checkVerdicts(t *testing.T, p compiledPolicy, param *unstructured.Unstructured, cases map[string]verdict) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if tc.w.user == "" {
 				tc.w.user = "alice"
 			}
-			got := domains.refusals(t, tc.w, corp)
+			got := p.refusals(t, tc.w, param)
 			if tc.want == "" {
 				assert.Empty(t, got)
 				return
 			}
-			require.Len(t, got, 1)
+			require.Len(t, got, 1, "one refusal")
 			assert.Contains(t, got[0], tc.want)
+			assert.NotContains(t, got[0], "team-a", "a refusal never names the owner")
 		})
 	}
 }
