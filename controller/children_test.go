@@ -54,6 +54,14 @@ func TestReconcilerWritesChildren(t *testing.T) {
 					obj := typedChild(t, ac)
 					wantObjs[childKey(obj)] = obj
 				}
+				// The reconciler records the hosts the gateway owns
+				// (HostClaims): records, not children.
+				for k, obj := range written {
+					if rec, ok := obj.(*v1.HostClaim); ok {
+						assert.Equal(t, gw.Namespace, rec.Spec.Namespace, "a record of another namespace")
+						delete(written, k)
+					}
+				}
 				assert.Equal(t, wantObjs, written)
 			})
 		}

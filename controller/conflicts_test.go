@@ -19,6 +19,7 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // heldBy is the production routeindex.Finder over a fixed list of
@@ -118,7 +119,7 @@ func TestCompetitorHandler(t *testing.T) {
 		competing("team-e", "unrelated", 1, route("other.example.com", "/", v1.PathTypePrefix, "web", 80)),
 		competing("team-a", "sibling", 1, route("api.example.com", "/sibling", v1.PathTypePrefix, "web", 80)),
 	)
-	h := competitorHandler{gateways: index, classes: fake.NewClientBuilder().Build()}
+	h := competitorHandler{gateways: index, classes: fake.NewClientBuilder().WithScheme(testenv.NewScheme()).Build()}
 	claimsChanged := gw.DeepCopy()
 	claimsChanged.Status.Claims = &v1.Claims{Routes: []v1.RouteClaim{{Route: "Prefix api.example.com/users", Lost: true}}}
 	withOrders := gw.DeepCopy()

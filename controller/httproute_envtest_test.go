@@ -465,6 +465,12 @@ func TestARefusedGatewayHoldsNothing(t *testing.T) {
 		metav1.Condition{Type: "Accepted", Status: "False", Reason: "NotAllowedByListeners", Message: "no listener admits namespace " + nsA},
 		metav1.Condition{Type: "ResolvedRefs", Status: "True", Reason: "ResolvedRefs", Message: "all references resolved"})
 	waitRouting(t, refused, false, "refused everywhere: it routes nowhere")
+	// Its namespace's record of the host runs out after the release grace
+	// period (a second in this suite), not at once.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: v1.HostClaimName(host)}, &v1.HostClaim{})
+		assert.True(ct, apierrors.IsNotFound(err), "the record of a namespace that routes the host nowhere: %v", err)
+	}, 30*time.Second, 100*time.Millisecond)
 
 	admitted := createHTTPRouteGateway(t, nsB, "shop", public, route(host, "/", v1.PathTypePrefix, "web-b", 80))
 	waitCondition(t, admitted, v1.ConditionAccepted, "True", v1.ReasonAccepted)

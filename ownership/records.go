@@ -123,11 +123,16 @@ func Unrecorded(in Input, losses []Loss) []string {
 }
 
 // Routes reports whether gateways, the gateways of claim's namespace,
-// route claim's host or a name it covers: a gateway not being deleted has
-// a route there that the DomainBindings do not keep the namespace off.
+// route claim's host or a name it covers: a gateway not being deleted, that
+// routes somewhere (its claims have RoutingSince: an ingress class that
+// exists, or a parent that has not refused it), has a route there that the
+// DomainBindings do not keep the namespace off. A gateway every parent
+// refused routes nowhere, so its namespace's record runs out like that of
+// a deleted one.
 func (r Records) Routes(claim *v1.HostClaim, gateways []*v1.APIGateway) bool {
 	for _, gw := range gateways {
-		if gw.Namespace != claim.Spec.Namespace || !gw.DeletionTimestamp.IsZero() {
+		if gw.Namespace != claim.Spec.Namespace || !gw.DeletionTimestamp.IsZero() ||
+			gw.Status.Claims == nil || gw.Status.Claims.RoutingSince == nil {
 			continue
 		}
 		for _, route := range gw.Spec.Routes {

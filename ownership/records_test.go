@@ -171,12 +171,16 @@ func TestUnrecorded(t *testing.T) {
 func TestRecordsRoutes(t *testing.T) {
 	rec := record("shop.example.com", "a")
 	r := Records{}
-	assert.True(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("login.shop.example.com", "/"))}), "a name it covers")
-	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("b", "x", prefix("shop.example.com", "/"))}), "another namespace's")
-	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("example.com", "/"))}), "a host above it")
-	deleting := gw("a", "x", prefix("shop.example.com", "/"))
+	assert.True(t, r.Routes(&rec, []*v1.APIGateway{claimed(gw("a", "x", prefix("login.shop.example.com", "/")), 1)}), "a name it covers")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{claimed(gw("b", "x", prefix("shop.example.com", "/")), 1)}), "another namespace's")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{claimed(gw("a", "x", prefix("example.com", "/")), 1)}), "a host above it")
+	deleting := claimed(gw("a", "x", prefix("shop.example.com", "/")), 1)
 	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
 	assert.False(t, r.Routes(&rec, []*v1.APIGateway{deleting}), "a gateway being deleted")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{routingNowhere(gw("a", "x", prefix("shop.example.com", "/")), 1)}),
+		"a gateway every parent refused routes nowhere")
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("shop.example.com", "/"))}),
+		"a gateway the operator has not seen yet: its first pass requeues the record")
 }
 
 func TestAncestors(t *testing.T) {
