@@ -163,7 +163,7 @@ func TestUnrecorded(t *testing.T) {
 	in = Input{Gateway: lost, Claims: lost.Status.Claims, Others: []*v1.APIGateway{lender}, Policy: Strict}
 	assert.Empty(t, Unrecorded(in, Resolve(in)), "a lost route records nothing")
 
-	nowhere := routingNowhere(gw("d", "x", prefix("d.example.com", "/")), 1)
+	nowhere := routingNowhere(gw("d", "x", prefix("d.example.com", "/")))
 	in = Input{Gateway: nowhere, Claims: nowhere.Status.Claims, Policy: Strict}
 	assert.Empty(t, Unrecorded(in, Resolve(in)), "routing nowhere records nothing")
 }
@@ -177,7 +177,7 @@ func TestRecordsRoutes(t *testing.T) {
 	deleting := claimed(gw("a", "x", prefix("shop.example.com", "/")), 1)
 	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
 	assert.False(t, r.Routes(&rec, []*v1.APIGateway{deleting}), "a gateway being deleted")
-	assert.False(t, r.Routes(&rec, []*v1.APIGateway{routingNowhere(gw("a", "x", prefix("shop.example.com", "/")), 1)}),
+	assert.False(t, r.Routes(&rec, []*v1.APIGateway{routingNowhere(gw("a", "x", prefix("shop.example.com", "/")))}),
 		"a gateway every parent refused routes nowhere")
 	assert.False(t, r.Routes(&rec, []*v1.APIGateway{gw("a", "x", prefix("shop.example.com", "/"))}),
 		"a gateway the operator has not seen yet: its first pass requeues the record")

@@ -193,7 +193,7 @@ func TestResolve(t *testing.T) {
 		},
 		"a class that does not exist routes nothing, so holds nothing": {
 			gw:      claimed(gw("b", "x", users), 5),
-			others:  []*v1.APIGateway{routingNowhere(withClass(gw("a", "squat", users), "bogus"), 1)},
+			others:  []*v1.APIGateway{routingNowhere(withClass(gw("a", "squat", users), "bogus"))},
 			classes: Classes{Exists: func(n string) bool { return n == "nginx" }},
 		},
 		"a parent Gateway that refused the gateway holds it nothing": {
@@ -202,7 +202,7 @@ func TestResolve(t *testing.T) {
 				g := gw("a", "refused", users)
 				g.Spec.Exposure = &v1.Exposure{Type: v1.ExposureHTTPRoute, HTTPRoute: &v1.HTTPRouteExposure{ParentRefs: []v1.ParentGatewayReference{{Name: "public", Namespace: ptr.To("infra")}}}}
 				return g
-			}(), 1)},
+			}())},
 		},
 		"no class is the default class": {
 			gw:      claimed(withClass(gw("a", "two", users), "nginx"), 5),
@@ -293,11 +293,11 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// routingNowhere is g after a reconcile at t0+at that found no scope
+// routingNowhere is g after a reconcile at t0+1s that found no scope
 // routing.
-func routingNowhere(g *v1.APIGateway, at int) *v1.APIGateway {
+func routingNowhere(g *v1.APIGateway) *v1.APIGateway {
 	g = g.DeepCopy()
-	g.Status.Claims = Stamp(g, nil, Scopes(g, Classes{}), func(Scope) bool { return false }, t0.Add(time.Duration(at)*time.Second), time.Time{})
+	g.Status.Claims = Stamp(g, nil, Scopes(g, Classes{}), func(Scope) bool { return false }, t0.Add(time.Second), time.Time{})
 	g.Status.ObservedGeneration = g.Generation
 	return g
 }
