@@ -121,8 +121,16 @@ func TestHostsPolicy(t *testing.T) {
 	installHostsPolicies(t)
 
 	// Stored before any claim: an update that keeps its names stays possible.
+	// Until the API server has synced the params' informers the policy
+	// fails closed ("not yet synced"), so the first write waits for that.
 	legacy := route(teamB, "legacy", "shop.example.com")
-	require.NoError(t, alice.Create(ctx, legacy))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := alice.Create(ctx, legacy)
+		if err != nil && strings.Contains(err.Error(), "not yet synced") {
+			return false, nil
+		}
+		return true, err
+	}))
 	createClaim(t, "shop.example.com", teamA)
 
 	// The API server learns the policy and its params asynchronously: the
