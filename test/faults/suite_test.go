@@ -234,7 +234,7 @@ func (c *cluster) policiesTrustReplicas(t *testing.T) {
 		}
 		require.NoError(t, c.client.Update(t.Context(), p))
 	}
-	require.Equal(t, 2, changed, "the policies that name the operator's ServiceAccount (manifests/policy/operator.yaml)")
+	require.Equal(t, 4, changed, "the policies that name the operator's ServiceAccount (manifests/policy/operator.yaml, hosts.yaml)")
 }
 
 // logTails prints the end of every log of the control plane's processes.
