@@ -243,6 +243,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if fresh, err := r.recordClaims(ctx, gw, d.claims); !fresh || err != nil {
+		return ctrl.Result{}, err
+	}
 	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
 	live := r.liveStatus(ctx, gw, dep, failures, hash)
 	r.noteConflicts(gw, d.lost)
@@ -510,19 +513,68 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 }
 
 // updateStatus writes gw's status through the status subresource, only
-// when it differs from what gw already says.
+// when it differs from what gw already says, and only over the status gw
+// was read with: a merge patch from a stale read would put back what that
+// read said. A conflict is no error; the newer status's event reconciles
+// gw again.
 func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition, live liveState) error {
 	want := computeStatus(gw, dep, failures, d.lost, exposed, live, metav1.NewTime(time.Now().Truncate(time.Second)))
 	want.Claims = d.claims
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}
-	patch := client.MergeFrom(gw.DeepCopy())
+	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	gw.Status = want
-	if err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil
+}
+
+// recordClaims writes claims, gw's claims after this pass, before anything
+// acts on them when they stamp a claim gw's status does not hold yet. It
+// reports false when gw was stale: the cache had not yet seen the status
+// this operator wrote last, so every claim of that write looks new, and
+// stamping them again now would make them later than a competitor's and
+// hand the competitor the route (a merge patch would overwrite the older
+// claim). The write is conditional on gw's resourceVersion; a stale gw
+// loses it, and the pass stops there, touching no child: the event of the
+// newer status is on its way and reconciles gw again.
+func (r *Reconciler) recordClaims(ctx context.Context, gw *v1.APIGateway, claims *v1.Claims) (bool, error) {
+	if !stampsNew(gw.Status.Claims, claims) {
+		return true, nil
+	}
+	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	gw.Status.Claims = claims.DeepCopy()
+	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
+	switch {
+	case apierrors.IsConflict(err):
+		logf.FromContext(ctx).V(1).Info("the cached gateway is stale; waiting for its newer status before claiming")
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("recording the claims: %w", err)
+	}
+	return true, nil
+}
+
+// stampsNew reports whether next holds a claim time that old does not:
+// what a stale read would stamp again. Lost flags are decisions, not
+// claims; they go with the rest of the status.
+func stampsNew(old, next *v1.Claims) bool {
+	strip := func(c *v1.Claims) *v1.Claims {
+		if c == nil {
+			return &v1.Claims{}
+		}
+		c = c.DeepCopy()
+		for i := range c.Routes {
+			c.Routes[i].Lost = false
+		}
+		return c
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(next))
 }
 
 var (
