@@ -243,14 +243,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if fresh, err := r.recordClaims(ctx, gw, d.claims); !fresh || err != nil {
-		return ctrl.Result{}, err
+	if err := r.recordClaims(ctx, gw, d.claims); err != nil {
+		return retryStale(err)
 	}
 	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
 	live := r.liveStatus(ctx, gw, dep, failures, hash)
 	r.noteConflicts(gw, d.lost)
 	r.noteRefusal(gw, live)
 	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed, live)
+	if errors.Is(statusErr, errStale) {
+		return retryStale(statusErr)
+	}
 	res, err := reconcileResult(failures, statusErr, r.opts.NameTakenRetry)
 	return pollPods(res, err, gw, live, time.Now()), err
 }
@@ -514,9 +517,8 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 
 // updateStatus writes gw's status through the status subresource, only
 // when it differs from what gw already says, and only over the status gw
-// was read with: a merge patch from a stale read would put back what that
-// read said. A conflict is no error; the newer status's event reconciles
-// gw again.
+// was read with (errStale otherwise): a merge patch from a stale read
+// would put back what that read said.
 func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition, live liveState) error {
 	want := computeStatus(gw, dep, failures, d.lost, exposed, live, metav1.NewTime(time.Now().Truncate(time.Second)))
 	want.Claims = d.claims
@@ -526,38 +528,56 @@ func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *a
 	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	gw.Status = want
 	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	switch {
+	case apierrors.IsConflict(err):
+		return errStale
+	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil
 }
 
+// errStale is a status write refused because the gateway was read before
+// the status it would replace: the cache had not yet seen the last write.
+var errStale = errors.New("the cached gateway is older than its status")
+
+// staleRetry is how soon a pass that read a stale gateway runs again. The
+// cache is one event behind, for milliseconds; and nothing else would
+// queue the gateway, since status writes do not bump its generation.
+const staleRetry = 50 * time.Millisecond
+
+// retryStale is the result of a pass that stopped at err: a stale read is
+// repeated soon and quietly; anything else is returned as it is.
+func retryStale(err error) (ctrl.Result, error) {
+	if errors.Is(err, errStale) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
 // recordClaims writes claims, gw's claims after this pass, before anything
-// acts on them when they stamp a claim gw's status does not hold yet. It
-// reports false when gw was stale: the cache had not yet seen the status
-// this operator wrote last, so every claim of that write looks new, and
-// stamping them again now would make them later than a competitor's and
-// hand the competitor the route (a merge patch would overwrite the older
-// claim). The write is conditional on gw's resourceVersion; a stale gw
-// loses it, and the pass stops there, touching no child: the event of the
-// newer status is on its way and reconciles gw again.
-func (r *Reconciler) recordClaims(ctx context.Context, gw *v1.APIGateway, claims *v1.Claims) (bool, error) {
+// acts on them, when they stamp a claim gw's status does not hold yet.
+// A stale gw (the cache had not yet seen the status written last) looks
+// unclaimed: stamping its claims again would make them later than a
+// competitor's and hand the competitor the route. So the write is
+// conditional on gw's resourceVersion, and a stale gw's pass stops at
+// errStale, before any child is touched.
+func (r *Reconciler) recordClaims(ctx context.Context, gw *v1.APIGateway, claims *v1.Claims) error {
 	if !stampsNew(gw.Status.Claims, claims) {
-		return true, nil
+		return nil
 	}
 	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	gw.Status.Claims = claims.DeepCopy()
 	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
 	switch {
-	case apierrors.IsConflict(err):
-		logf.FromContext(ctx).V(1).Info("the cached gateway is stale; waiting for its newer status before claiming")
-		return false, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		// Read before its latest status, or deleted since: the next pass
+		// reads which.
+		return errStale
 	case err != nil:
-		return false, fmt.Errorf("recording the claims: %w", err)
+		return fmt.Errorf("recording the claims: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 // stampsNew reports whether next holds a claim time that old does not:
