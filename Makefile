@@ -36,6 +36,14 @@ TRAEFIK       := $(BIN)/traefik
 TRAEFIK_KEY   := $(shell cat hack/traefik/go.mod hack/traefik/go.sum hack/traefik/build.sh hack/traefik/ext/* | sha256sum | cut -c1-16)
 TRAEFIK_STAMP := $(BIN)/.traefik-built-$(TRAEFIK_KEY)
 
+# The local node's container runtime (containerd, ctr, the runc shim), built
+# from hack/node into ./bin/node; its stamp is keyed on that module's files,
+# as the control plane's is. The kubelet and kube-scheduler are part of the
+# control plane's build (hack/k8s), so they share its version.
+NODE_BIN   := $(BIN)/node
+NODE_KEY   := $(shell cat hack/node/go.mod hack/node/go.sum hack/node/build.sh | sha256sum | cut -c1-16)
+NODE_STAMP := $(NODE_BIN)/.built-$(NODE_KEY)
+
 # What envtest needs to find and start the control plane (a loaded 2-core
 # machine can take well over envtest's default 20 s to start it), and where
 # test/gatewayapi finds Traefik.
@@ -135,6 +143,15 @@ k8s: $(K8S_STAMP) ## Build the local control plane into ./bin/k8s (once per hack
 $(K8S_STAMP):
 	rm -f $(K8S_ASSETS)/.built-*
 	hack/k8s/build.sh $(K8S_ASSETS)
+	touch $@
+
+.PHONY: node
+node: k8s $(NODE_STAMP) netns ## Build and install what a local node needs: kubelet and kube-scheduler (./bin/k8s), containerd (./bin/node), runc and the CNI plugins (Debian).
+	hack/install-node-tools.sh
+
+$(NODE_STAMP):
+	rm -f $(NODE_BIN)/.built-*
+	hack/node/build.sh $(NODE_BIN)
 	touch $@
 
 .PHONY: promtool

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane for the tests from the Go module proxy:
-# kube-apiserver, kube-controller-manager, kubectl and etcd, into $1
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and
+# the local node's kubelet, into $1
 # (default: <repo>/bin/k8s). The versions are pinned by go.mod beside this file;
 # the version strings are stamped in so the API server reports its real version
 # (kubectl's skew check and discovery read it).
@@ -28,5 +29,7 @@ echo "building Kubernetes $k8s_version and etcd $etcd_version into $out"
 go build -trimpath -ldflags "$ldflags" -o "$out/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet
 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
