@@ -89,9 +89,11 @@ type Options struct {
 	// (DefaultStopTimeout when zero).
 	StartTimeout, StopTimeout time.Duration
 	// Node, when set, starts a node too (see NodeOptions): the process
-	// must run in the namespaces EnterNodeNamespaces makes. Deployments
-	// need the "deployment-controller" and "replicaset-controller"
-	// Controllers besides.
+	// must run in the namespaces EnterNodeNamespaces makes. The node
+	// lifecycle controller runs then, whatever Controllers say (it lifts
+	// the taint a kubelet registers its Node with); Deployments need the
+	// "deployment-controller" and "replicaset-controller" Controllers
+	// besides.
 	Node *NodeOptions
 	// Log, when set, is told each step ("Starting etcd on ...").
 	Log func(msg string)
@@ -201,8 +203,12 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 	if err := c.WriteKubeconfig(c.path(kubeconfigFile), Admin); err != nil {
 		return err
 	}
-	if len(c.opts.Controllers) > 0 {
-		if _, err := c.StartControllers(ctx, c.opts.Controllers); err != nil {
+	controllers := c.opts.Controllers
+	if c.opts.Node != nil {
+		controllers = withNodeControllers(controllers)
+	}
+	if len(controllers) > 0 {
+		if _, err := c.StartControllers(ctx, controllers); err != nil {
 			return err
 		}
 	}

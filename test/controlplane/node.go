@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +74,19 @@ type node struct {
 // the kubelet (logs, exec, port-forward) at the Node's InternalIP, as it
 // has no DNS name.
 var apiServerNodeFlags = map[string]string{"kubelet-preferred-address-types": "InternalIP"}
+
+// nodeLifecycleController lifts the node.kubernetes.io/not-ready taint a
+// kubelet registers its Node with once the Node is Ready: without it, no
+// pod is ever scheduled.
+const nodeLifecycleController = "node-lifecycle-controller"
+
+// withNodeControllers are controllers with nodeLifecycleController.
+func withNodeControllers(controllers []string) []string {
+	if slices.Contains(controllers, nodeLifecycleController) || slices.Contains(controllers, "*") {
+		return controllers
+	}
+	return append(slices.Clone(controllers), nodeLifecycleController)
+}
 
 // startNode starts the node of Options.Node and waits until its Node is
 // Ready.
@@ -217,11 +231,17 @@ func (c *ControlPlane) startKubelet(ctx context.Context) error {
 	return nil
 }
 
-// nodeReady fails unless Node name has condition Ready True.
+// nodeReady fails unless Node name has condition Ready True and has lost
+// its not-ready taint: pods can be scheduled to it.
 func nodeReady(ctx context.Context, client kubernetes.Interface, name string) error {
 	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
+	}
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady {
+			return fmt.Errorf("node %s still has the %s taint", name, taint.Key)
+		}
 	}
 	for _, cond := range n.Status.Conditions {
 		if cond.Type == corev1.NodeReady {

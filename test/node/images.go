@@ -5,9 +5,11 @@ package node
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"example.com/apigateway-operator/test/ociimage"
 )
@@ -25,8 +27,8 @@ const echoServerPackage = "example.com/apigateway-operator/test/node/echoserver"
 // nobody is the echo backend's user: a pod runs as non-root by default.
 const nobody = "65534:65534"
 
-// WriteImages builds the echo server (static) and writes the pause and echo
-// images as OCI tars into dir; it returns the tars' paths.
+// WriteImages builds the echo server (static) and writes the pause, echo
+// and gateway images as OCI tars into dir; it returns the tars' paths.
 func WriteImages(dir string) ([]string, error) {
 	binary := filepath.Join(dir, "echoserver")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binary, echoServerPackage)
@@ -50,6 +52,11 @@ func WriteImages(dir string) ([]string, error) {
 			Config: ociimage.Config{Entrypoint: []string{"/echoserver"}, User: nobody},
 		},
 	}
+	gateway, err := gatewayImage()
+	if err != nil {
+		return nil, err
+	}
+	images = append(images, gateway)
 	var paths []string
 	for i, img := range images {
 		path := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
@@ -59,4 +66,88 @@ func WriteImages(dir string) ([]string, error) {
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// GatewayImage is the gateway's nginx image: Debian's nginx (the
+// machine's, `make nginx`), the libraries it links, and the layout of
+// nginxinc/nginx-unprivileged, the operator's default: uid 101, an
+// nginx.conf that includes conf.d inside http {} and writes only under
+// /tmp, /var/cache/nginx and /var/run (the pod's emptyDirs).
+const GatewayImage = "apigateway.test/nginx:1"
+
+// gatewayNginxConf is the image's /etc/nginx/nginx.conf.
+const gatewayNginxConf = `worker_processes auto;
+error_log stderr notice;
+pid /tmp/nginx.pid;
+events { worker_connections 1024; }
+http {
+    proxy_temp_path /tmp/proxy_temp;
+    client_body_temp_path /tmp/client_temp;
+    fastcgi_temp_path /tmp/fastcgi_temp;
+    uwsgi_temp_path /tmp/uwsgi_temp;
+    scgi_temp_path /tmp/scgi_temp;
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    keepalive_timeout 65;
+    include /etc/nginx/conf.d/*.conf;
+}
+`
+
+// gatewayImage assembles GatewayImage from the machine's nginx.
+func gatewayImage() (ociimage.Image, error) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		return ociimage.Image{}, fmt.Errorf("nginx: %w: run `make nginx`", err)
+	}
+	libs, err := linkedLibraries(nginx)
+	if err != nil {
+		return ociimage.Image{}, err
+	}
+	files := []ociimage.File{
+		{Path: "/etc/nginx/nginx.conf", Mode: 0o644, Data: []byte(gatewayNginxConf)},
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnginx:x:101:101:nginx:/nonexistent:/sbin/nologin\n")},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnginx:x:101:\n")},
+		{Path: "/tmp", Mode: fs.ModeDir | 0o1777},
+		{Path: "/etc/nginx/conf.d", Mode: fs.ModeDir | 0o755, UID: 101, GID: 101},
+		{Path: "/var/cache/nginx", Mode: fs.ModeDir | 0o755, UID: 101, GID: 101},
+		{Path: "/var/run", Mode: fs.ModeDir | 0o755},
+	}
+	for _, path := range append([]string{"/usr/sbin/nginx", "/etc/nginx/mime.types"}, libs...) {
+		data, err := os.ReadFile(path) // a library's symlinks followed: the image has the file where ldd named it
+		if err != nil {
+			return ociimage.Image{}, err
+		}
+		files = append(files, ociimage.File{Path: path, Mode: 0o755, Data: data})
+	}
+	return ociimage.Image{
+		Name:  GatewayImage,
+		Files: files,
+		Config: ociimage.Config{
+			Entrypoint: []string{"nginx", "-g", "daemon off;"},
+			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+			User:       "101:101",
+		},
+	}, nil
+}
+
+// linkedLibraries are the shared libraries binary loads, and its dynamic
+// loader, as ldd lists them.
+func linkedLibraries(binary string) ([]string, error) {
+	out, err := exec.Command("ldd", binary).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", binary, err)
+	}
+	var libs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 3 && fields[1] == "=>" && strings.HasPrefix(fields[2], "/"):
+			libs = append(libs, fields[2])
+		case len(fields) >= 1 && strings.HasPrefix(fields[0], "/"):
+			libs = append(libs, fields[0])
+		}
+	}
+	return libs, nil
 }

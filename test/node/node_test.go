@@ -104,7 +104,10 @@ func start() error {
 	}
 	var kubeletStart time.Time
 	cp, err = controlplane.New(controlplane.Options{
-		BinDir:      k8s,
+		BinDir: k8s,
+		// NODE_RUN_DIR keeps the node's files and logs after the run.
+		Dir:         os.Getenv("NODE_RUN_DIR"),
+		Fresh:       true,
 		Controllers: []string{"deployment-controller", "replicaset-controller"},
 		Node: &controlplane.NodeOptions{
 			RuntimeBinDir: runtime,
@@ -221,6 +224,11 @@ func podReady(pod *corev1.Pod) bool {
 // describe is a pod's phase and its containers' waiting reasons.
 func describe(pod *corev1.Pod) string {
 	s := string(pod.Status.Phase)
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			s += fmt.Sprintf("; %s: %s %s", c.Type, c.Reason, c.Message)
+		}
+	}
 	for _, c := range pod.Status.ContainerStatuses {
 		if w := c.State.Waiting; w != nil {
 			s += fmt.Sprintf("; %s waiting: %s %s", c.Name, w.Reason, w.Message)
@@ -262,4 +270,3 @@ func rss(t *testing.T, pid int) int64 {
 	require.Fail(t, "no VmRSS", "pid %d", pid)
 	return 0
 }
-
