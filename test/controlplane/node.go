@@ -65,6 +65,9 @@ type NodeOptions struct {
 
 // node is what a started node leaves for Stop to undo.
 type node struct {
+	// startup is how long the Node took to become Ready after the
+	// kubelet started.
+	startup time.Duration
 	paths   nodePaths
 	mounts  nodeMounts
 	cgroups []string
@@ -227,8 +230,18 @@ func (c *ControlPlane) startKubelet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.log(fmt.Sprintf("Node %s Ready %s after the kubelet started", name, time.Since(start).Round(time.Millisecond)))
+	c.node.startup = time.Since(start)
+	c.log(fmt.Sprintf("Node %s Ready %s after the kubelet started", name, c.node.startup.Round(time.Millisecond)))
 	return nil
+}
+
+// NodeStartup is how long the node of Options.Node took to become Ready
+// (and schedulable) after its kubelet started; zero without a node.
+func (c *ControlPlane) NodeStartup() time.Duration {
+	if c.node == nil {
+		return 0
+	}
+	return c.node.startup
 }
 
 // nodeReady fails unless Node name has condition Ready True and has lost

@@ -27,16 +27,23 @@ const echoServerPackage = "example.com/apigateway-operator/test/node/echoserver"
 // nobody is the echo backend's user: a pod runs as non-root by default.
 const nobody = "65534:65534"
 
-// WriteImages builds the echo server (static) and writes the pause, echo
-// and gateway images as OCI tars into dir; it returns the tars' paths.
+// OperatorImage is the operator's image as the Dockerfile builds it (its
+// binary at /apigateway-operator, user 65532): the gateway pods' init
+// container copies the reloader from it.
+const OperatorImage = "apigateway.test/operator:1"
+
+// operatorPackage is the operator's main package.
+const operatorPackage = "example.com/apigateway-operator/cmd/apigateway-operator"
+
+// WriteImages builds the echo server and the operator (static, as the
+// Dockerfile builds the operator) and writes the pause, echo, operator and
+// gateway images as OCI tars into dir; it returns the tars' paths.
 func WriteImages(dir string) ([]string, error) {
-	binary := filepath.Join(dir, "echoserver")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binary, echoServerPackage)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the echo server: %w: %s", err, out)
+	data, err := build(dir, echoServerPackage, "-ldflags=-s -w")
+	if err != nil {
+		return nil, err
 	}
-	data, err := os.ReadFile(binary)
+	operator, err := build(dir, operatorPackage)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +59,11 @@ func WriteImages(dir string) ([]string, error) {
 			Config: ociimage.Config{Entrypoint: []string{"/echoserver"}, User: nobody},
 		},
 	}
+	images = append(images, ociimage.Image{
+		Name:   OperatorImage,
+		Files:  []ociimage.File{{Path: "/apigateway-operator", Mode: 0o755, Data: operator}},
+		Config: ociimage.Config{Entrypoint: []string{"/apigateway-operator"}, User: "65532:65532"},
+	})
 	gateway, err := gatewayImage()
 	if err != nil {
 		return nil, err
@@ -66,6 +78,18 @@ func WriteImages(dir string) ([]string, error) {
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// build builds the static binary of package pkg into dir and returns it.
+func build(dir, pkg string, flags ...string) ([]byte, error) {
+	binary := filepath.Join(dir, filepath.Base(pkg))
+	args := append([]string{"build", "-trimpath", "-o", binary}, flags...)
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building %s: %w: %s", pkg, err, out)
+	}
+	return os.ReadFile(binary)
 }
 
 // GatewayImage is the gateway's nginx image: Debian's nginx (the

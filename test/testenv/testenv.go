@@ -69,6 +69,13 @@ type Options struct {
 	// Gateway, HTTPRoute) from the sigs.k8s.io/gateway-api module the
 	// operator builds with, as a cluster with Gateway API has them.
 	GatewayAPI bool
+	// Controllers are kube-controller-manager's controllers to run for
+	// the whole suite (by their --controllers names).
+	Controllers []string
+	// Node, when set, starts a node beside the control plane
+	// (controlplane.NodeOptions): the suite's process must run in the
+	// namespaces controlplane.EnterNodeNamespaces makes.
+	Node *controlplane.NodeOptions
 	// StopTimeout, when set, replaces KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:
 	// how long a component may take to stop, at Stop and RestartAPIServer,
 	// before it is killed.
@@ -182,6 +189,7 @@ func (e *Env) start(assets string, opts Options) error {
 	if opts.StopTimeout != 0 {
 		cpOpts.StopTimeout = opts.StopTimeout
 	}
+	cpOpts.Controllers, cpOpts.Node = opts.Controllers, opts.Node
 	if opts.ServiceClusterIPRange != "" {
 		cpOpts.APIServerFlags["service-cluster-ip-range"] = opts.ServiceClusterIPRange
 	}
@@ -358,6 +366,9 @@ func (e *Env) Stop() error {
 	}
 	return err
 }
+
+// ControlPlane is the running control plane (its processes, its node).
+func (e *Env) ControlPlane() *controlplane.ControlPlane { return e.cp }
 
 // RestartAPIServer stops the kube-apiserver and starts it again at the same
 // address, with the same certificates and tokens and over the same etcd:
