@@ -44,10 +44,9 @@ const DefaultCNIBinDir = "/usr/lib/cni"
 // (node/), the kubelet's pods in a cgroup of their own. Stop stops them,
 // kills what containers are left, unmounts and removes the cgroups.
 type NodeOptions struct {
-	// RuntimeBinDir holds containerd, ctr and containerd-shim-runc-v2
-	// (`make node` builds them into bin/node); the kubelet and
-	// kube-scheduler are in Options.BinDir.
-	RuntimeBinDir string
+	// BinDir holds the kubelet, kube-scheduler, containerd, ctr and
+	// containerd-shim-runc-v2 (`make node` builds them into bin/node).
+	BinDir string
 	// CNIBinDir holds the CNI plugins; empty means DefaultCNIBinDir.
 	CNIBinDir string
 	// Name is the Node's; empty means "node".
@@ -116,7 +115,7 @@ func (c *ControlPlane) startNode(ctx context.Context) error {
 		return err
 	}
 	c.log("Starting " + scheduler)
-	if _, err := c.Run(ctx, Command{Name: scheduler, Path: filepath.Join(c.opts.BinDir, scheduler), Args: schedulerArgs(c.path(kubeconfigFile))}); err != nil {
+	if _, err := c.Run(ctx, Command{Name: scheduler, Path: filepath.Join(c.opts.Node.BinDir, scheduler), Args: schedulerArgs(c.path(kubeconfigFile))}); err != nil {
 		return err
 	}
 	return c.startKubelet(ctx)
@@ -167,7 +166,7 @@ func (c *ControlPlane) prepareNode() error {
 // runtimePath is PATH with the runtime's binaries first: containerd finds
 // its shim there, the shim finds runc (Debian's) further on.
 func (c *ControlPlane) runtimePath() string {
-	return "PATH=" + c.opts.Node.RuntimeBinDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	return "PATH=" + c.opts.Node.BinDir + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
 func (c *ControlPlane) startContainerd(ctx context.Context) error {
@@ -175,7 +174,7 @@ func (c *ControlPlane) startContainerd(ctx context.Context) error {
 	socket := c.node.paths.containerdSocket()
 	_, err := c.Run(ctx, Command{
 		Name: containerd,
-		Path: filepath.Join(c.opts.Node.RuntimeBinDir, containerd),
+		Path: filepath.Join(c.opts.Node.BinDir, containerd),
 		Args: []string{"--config=" + c.node.paths.containerdConfig()},
 		Env:  []string{c.runtimePath()},
 		Ready: func(ctx context.Context) error {
@@ -195,7 +194,7 @@ func (c *ControlPlane) startContainerd(ctx context.Context) error {
 func (c *ControlPlane) importImages(ctx context.Context, images []string) error {
 	for _, image := range images {
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, filepath.Join(c.opts.Node.RuntimeBinDir, "ctr"),
+		cmd := exec.CommandContext(ctx, filepath.Join(c.opts.Node.BinDir, "ctr"),
 			"--address="+c.node.paths.containerdSocket(), "--namespace="+criNamespace, "images", "import", image)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("importing %s: %w: %s", image, err, out)
@@ -211,7 +210,7 @@ func (c *ControlPlane) startKubelet(ctx context.Context) error {
 	start := time.Now()
 	if _, err := c.Run(ctx, Command{
 		Name:  kubelet,
-		Path:  filepath.Join(c.opts.BinDir, kubelet),
+		Path:  filepath.Join(c.opts.Node.BinDir, kubelet),
 		Args:  kubeletArgs(c.node.paths, name, c.path(kubeconfigFile)),
 		Env:   []string{c.runtimePath()},
 		Ready: ReadyWhenOK("http://127.0.0.1:10248/healthz"),
@@ -278,7 +277,7 @@ func (c *ControlPlane) stopNode() error {
 	}
 	c.node = nil
 	errs := []error{removeCgroups(n.cgroups, c.opts.StopTimeout)}
-	errs = append(errs, killShims(filepath.Join(c.opts.Node.RuntimeBinDir, shim), c.opts.StopTimeout))
+	errs = append(errs, killShims(filepath.Join(c.opts.Node.BinDir, shim), c.opts.StopTimeout))
 	errs = append(errs, n.mounts.undo(n.paths.dir))
 	return errors.Join(errs...)
 }

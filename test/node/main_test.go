@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 // start writes the images and starts the control plane with the node,
 // which imports them.
 func start() (*testenv.Env, error) {
-	runtime, err := runtimeBinDir()
+	bin, err := nodeBinDir()
 	if err != nil {
 		return nil, err
 	}
@@ -79,17 +79,17 @@ func start() (*testenv.Env, error) {
 	return testenv.Start(testenv.Options{
 		Controllers: []string{"deployment-controller", "replicaset-controller"},
 		Node: &controlplane.NodeOptions{
-			RuntimeBinDir: runtime,
-			Name:          nodeName,
-			Images:        images,
-			PauseImage:    PauseImage,
+			BinDir:     bin,
+			Name:       nodeName,
+			Images:     images,
+			PauseImage: PauseImage,
 		},
 	})
 }
 
-// runtimeBinDir is where `make node` puts containerd: bin/node, or
-// NODE_BIN.
-func runtimeBinDir() (string, error) {
+// nodeBinDir is where `make node` puts the kubelet, kube-scheduler and
+// containerd: bin/node, or NODE_BIN.
+func nodeBinDir() (string, error) {
 	dir := os.Getenv("NODE_BIN")
 	if dir == "" {
 		root, err := testenv.RepoRoot()
@@ -98,8 +98,10 @@ func runtimeBinDir() (string, error) {
 		}
 		dir = filepath.Join(root, "bin", "node")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "containerd")); err != nil {
-		return "", fmt.Errorf("%w: run `make node`", err)
+	for _, name := range []string{"kubelet", "kube-scheduler", "containerd", "ctr", "containerd-shim-runc-v2"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("%w: run `make node`", err)
+		}
 	}
 	return dir, nil
 }
