@@ -14,6 +14,7 @@
 //	logs/<name>.log  each component's output
 //	pids/<name>.pid  each running process; pids/run.pid is the lock
 //	kubeconfig       the administrator's kubeconfig
+//	node/            the node's files (Options.Node), emptied at each start
 //
 // A kept directory is locked while a control plane runs in it. A run that
 // was killed before it could stop its processes leaves their pid files
