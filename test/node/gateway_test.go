@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +63,12 @@ func TestGatewayPodServes(t *testing.T) {
 	}
 	created := time.Now()
 	require.NoError(t, env.Client.Create(ctx, gw))
+	podReadyAfter := make(chan time.Duration, 1)
+	go func() { podReadyAfter <- awaitGatewayPodReady(ctx, gw, created) }()
 	res := env.Kubectl(ctx, nil, "wait", "--for=condition=Live", "agw/"+gw.Name, "-n", ns, "--timeout=2m")
 	require.NoError(t, res.Err, "%s\n%s", res.Stderr, env.Kubectl(ctx, nil, "get", "agw,deploy,pods", "-n", ns, "-o", "yaml").Stdout)
 	t.Logf("gateway Live %s after its creation", time.Since(created).Round(time.Millisecond))
+	t.Logf("gateway pod Ready %s after the gateway's creation", (<-podReadyAfter).Round(time.Millisecond))
 
 	var pods corev1.PodList
 	require.NoError(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
@@ -77,6 +84,63 @@ func TestGatewayPodServes(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
 	require.Equal(t, backend.Name, reply.Service)
 	require.Equal(t, "/users/42", reply.RequestURI)
+
+	// The pod's processes (the reloader and nginx, its child) run as
+	// the gateway's user with no capabilities at all.
+	shims := processesNamed(t, "containerd-shim")
+	var shimRSS int64
+	for pid := range shims {
+		shimRSS += rss(t, pid)
+	}
+	t.Logf("RSS of %d containerd shims: %d MiB together", len(shims), shimRSS>>20)
+
+	procs := processesNamed(t, "nginx", "apigateway-oper")
+	require.NotEmpty(t, procs, "no nginx or reloader process on the node")
+	for pid, status := range procs {
+		require.Contains(t, status, "\nUid:\t101\t101\t101\t101\n", "process %d", pid)
+		require.Contains(t, status, "\nCapEff:\t0000000000000000\n", "process %d", pid)
+	}
+}
+
+// processesNamed are the /proc/<pid>/status of the processes whose command
+// name is one of names: in the node's PID namespace, only the node's.
+func processesNamed(t *testing.T, names ...string) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	out := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(status), "Name:\t"), "\n")
+		if slices.Contains(names, name) {
+			out[pid] = string(status)
+		}
+	}
+	return out
+}
+
+// awaitGatewayPodReady is how long after created gw's first pod was
+// Ready; zero when ctx ends first.
+func awaitGatewayPodReady(ctx context.Context, gw *v1.APIGateway, created time.Time) time.Duration {
+	for {
+		var pods corev1.PodList
+		err := env.Client.List(ctx, &pods, client.InNamespace(gw.Namespace), client.MatchingLabels{controller.LabelInstance: gw.Name})
+		if err == nil && len(pods.Items) > 0 && podReady(&pods.Items[0]) {
+			return time.Since(created)
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(tick):
+		}
+	}
 }
 
 // startServiceDNS plays the cluster DNS at the node's address, where the
