@@ -29,11 +29,11 @@ import (
 	"example.com/apigateway-operator/test/testenv"
 )
 
-// A gateway's generated Deployment starts on the node (the init container
-// copies the reloader from the operator's image, the reloader runs the
-// gateway image's nginx as uid 101 on a read-only root), goes Live from
-// the pod's own report, and a request through the pod reaches the echo
-// backend of its route.
+// A gateway's generated Deployment of two replicas starts on the node (the
+// init container copies the reloader from the operator's image, the
+// reloader runs the gateway image's nginx as uid 101 on a read-only root),
+// goes Live from the pods' own reports, and a request through each pod
+// reaches the echo backend of its route.
 func TestGatewayPodServes(t *testing.T) {
 	ctx := t.Context()
 	startServiceDNS(t)
@@ -56,7 +56,7 @@ func TestGatewayPodServes(t *testing.T) {
 
 	gw := &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
-		Spec: v1.APIGatewaySpec{Image: GatewayImage, Replicas: ptr.To[int32](1), Routes: []v1.Route{{
+		Spec: v1.APIGatewaySpec{Image: GatewayImage, Replicas: ptr.To[int32](2), Routes: []v1.Route{{
 			Host: "shop.example.com", Path: "/users", PathType: v1.PathTypePrefix,
 			BackendService: v1.BackendService{Name: v1.ServiceName(backend.Name), Port: 8080},
 		}}},
@@ -72,18 +72,12 @@ func TestGatewayPodServes(t *testing.T) {
 
 	var pods corev1.PodList
 	require.NoError(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
-	require.Len(t, pods.Items, 1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pods.Items[0].Status.PodIP+":8080/users/42", http.NoBody)
-	require.NoError(t, err)
-	req.Host = "shop.example.com"
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var reply struct{ Service, Pod, RequestURI string }
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
-	require.Equal(t, backend.Name, reply.Service)
-	require.Equal(t, "/users/42", reply.RequestURI)
+	require.Len(t, pods.Items, 2)
+	for _, pod := range pods.Items {
+		reply := getThrough(t, pod.Status.PodIP, "shop.example.com", "/users/42")
+		require.Equal(t, backend.Name, reply.Service, "through pod %s", pod.Name)
+		require.Equal(t, "/users/42", reply.RequestURI, "through pod %s", pod.Name)
+	}
 
 	// The pod's processes (the reloader and nginx, its child) run as
 	// the gateway's user with no capabilities at all.
@@ -100,6 +94,21 @@ func TestGatewayPodServes(t *testing.T) {
 		require.Contains(t, status, "\nUid:\t101\t101\t101\t101\n", "process %d", pid)
 		require.Contains(t, status, "\nCapEff:\t0000000000000000\n", "process %d", pid)
 	}
+}
+
+// getThrough asks the gateway pod at ip for path on host and returns the
+// echo backend's reply.
+func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod, RequestURI string }) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+path, http.NoBody)
+	require.NoError(t, err)
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
+	return reply
 }
 
 // processesNamed are the /proc/<pid>/status of the processes whose command
@@ -126,13 +135,13 @@ func processesNamed(t *testing.T, names ...string) map[int]string {
 	return out
 }
 
-// awaitGatewayPodReady is how long after created gw's first pod was
+// awaitGatewayPodReady is how long after created a first pod of gw was
 // Ready; zero when ctx ends first.
 func awaitGatewayPodReady(ctx context.Context, gw *v1.APIGateway, created time.Time) time.Duration {
 	for {
 		var pods corev1.PodList
 		err := env.Client.List(ctx, &pods, client.InNamespace(gw.Namespace), client.MatchingLabels{controller.LabelInstance: gw.Name})
-		if err == nil && len(pods.Items) > 0 && podReady(&pods.Items[0]) {
+		if err == nil && slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return podReady(&p) }) {
 			return time.Since(created)
 		}
 		select {
