@@ -27,13 +27,19 @@ type Reply struct {
 }
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if len(os.Args) > 1 && os.Args[1] == "pause" {
 		// The sandbox's process: it holds the pod's namespaces until
 		// the kubelet stops the pod.
 		<-ctx.Done()
-		return
+		return nil
 	}
 	port := os.Getenv("PORT")
 	if port == "" {
@@ -51,8 +57,7 @@ func main() {
 		_ = srv.Shutdown(shutdown)
 	}()
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		log.Print(err)
-		stop()
-		os.Exit(1)
+		return err
 	}
+	return nil
 }
