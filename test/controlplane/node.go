@@ -69,6 +69,7 @@ type node struct {
 	startup time.Duration
 	paths   nodePaths
 	mounts  nodeMounts
+	// cgroups are the cgroup folders made, one per hierarchy.
 	cgroups []string
 }
 
@@ -232,6 +233,17 @@ func (c *ControlPlane) startKubelet(ctx context.Context) error {
 	c.node.startup = time.Since(start)
 	c.log(fmt.Sprintf("Node %s Ready %s after the kubelet started", name, c.node.startup.Round(time.Millisecond)))
 	return nil
+}
+
+// NodeMade are the paths the node of Options.Node made on the machine,
+// outside the control plane's directory, which Stop removes: its cgroup
+// folders, and the folders it had to make to mount over (see hostPaths).
+// For a suite to check, after Stop, that nothing is left.
+func (c *ControlPlane) NodeMade() []string {
+	if c.node == nil {
+		return nil
+	}
+	return append(slices.Clone(c.node.cgroups), c.node.mounts.made...)
 }
 
 // NodeStartup is how long the node of Options.Node took to become Ready

@@ -53,11 +53,27 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	made := env.ControlPlane().NodeMade()
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "test/node: stopping:", err)
 		code = max(code, 1)
 	}
+	if left := existing(made); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "test/node: the node left these on the machine:", left)
+		code = max(code, 1)
+	}
 	return code
+}
+
+// existing are those of paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // start writes the images and starts the control plane with the node,
