@@ -81,6 +81,27 @@ func TestGatewayPodServes(t *testing.T) {
 
 	// The pod's processes (the reloader and nginx, its child) run as
 	// the gateway's user with no capabilities at all.
+	t.Run("a route change goes live on both pods without new pods", func(t *testing.T) {
+		orders := gw.Spec.Routes[0]
+		orders.Path = "/orders"
+		patch := client.MergeFrom(gw.DeepCopy())
+		gw.Spec.Routes = append(gw.Spec.Routes, orders)
+		changed := time.Now()
+		require.NoError(t, env.Client.Patch(ctx, gw, patch))
+		// With the kubelet's default syncFrequency (1 min) the ConfigMap
+		// volume follows in 1 to 1.5 times that (80 s seen here).
+		for _, pod := range pods.Items {
+			require.Eventually(t, func() bool {
+				return statusThrough(ctx, pod.Status.PodIP, "shop.example.com", "/orders/7") == http.StatusOK
+			},
+				routeChangeWait, tick, "pod %s never served the new route", pod.Name)
+			t.Logf("the new route served by pod %s %s after the change", pod.Name, time.Since(changed).Round(time.Millisecond))
+		}
+		var now corev1.PodList
+		require.NoError(t, env.Client.List(ctx, &now, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
+		require.ElementsMatch(t, podUIDs(pods), podUIDs(now), "the pods were replaced")
+	})
+
 	shims := processesNamed(t, "containerd-shim")
 	var shimRSS int64
 	for pid := range shims {
@@ -109,6 +130,36 @@ func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
 	return reply
+}
+
+// routeChangeWait bounds the wait for a route change to reach a pod: the
+// kubelet's sync (up to 90 s by default) and the reload, on a loaded
+// machine.
+const routeChangeWait = 3 * time.Minute
+
+// statusThrough is the status of a request through the gateway pod at
+// ip for path on host, or 0 when there is no answer.
+func statusThrough(ctx context.Context, ip, host, path string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+path, http.NoBody)
+	if err != nil {
+		return 0
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// podUIDs are the pods' UIDs.
+func podUIDs(pods corev1.PodList) []string {
+	var uids []string
+	for _, p := range pods.Items {
+		uids = append(uids, string(p.UID))
+	}
+	return uids
 }
 
 // processesNamed are the /proc/<pid>/status of the processes whose command
