@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,4 +149,39 @@ func rss(t *testing.T, pid int) int64 {
 	}
 	require.Fail(t, "no VmRSS", "pid %d", pid)
 	return 0
+}
+
+// The API server reaches the kubelet at the node's address: kubectl logs
+// shows the pod's output, and kubectl port-forward reaches its port.
+func TestKubectlReachesThePod(t *testing.T) {
+	pod := echoPod("default", "forwarded")
+	require.NoError(t, env.Client.Create(t.Context(), pod))
+	t.Cleanup(func() { deletePod(t, pod) })
+	awaitReady(t, pod)
+
+	logs := env.Kubectl(t.Context(), nil, "logs", "-n", pod.Namespace, pod.Name)
+	require.NoError(t, logs.Err)
+	require.Contains(t, logs.Stdout, "serving on :8080")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cmd := env.KubectlCommand(ctx, "port-forward", "-n", pod.Namespace, "pod/"+pod.Name, ":8080")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { cancel(); _ = cmd.Wait() }()
+	// "Forwarding from 127.0.0.1:40123 -> 8080"
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	local, _, ok := strings.Cut(strings.TrimPrefix(line, "Forwarding from "), " ->")
+	require.True(t, ok, "kubectl port-forward printed %q", line)
+
+	resp, err := http.Get("http://" + local + "/through-the-kubelet")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var reply struct{ Pod, RequestURI string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&reply))
+	require.Equal(t, pod.Name, reply.Pod)
+	require.Equal(t, "/through-the-kubelet", reply.RequestURI)
 }

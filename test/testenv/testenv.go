@@ -414,8 +414,7 @@ type Result struct {
 // stdin as its standard input (nil for none). It uses its own discovery cache
 // so CRD changes made by a test are seen at once.
 func (e *Env) Kubectl(ctx context.Context, stdin io.Reader, args ...string) Result {
-	full := append([]string{"--kubeconfig", e.Kubeconfig, "--cache-dir", filepath.Join(e.dir, "kubectl-cache")}, args...)
-	cmd := exec.CommandContext(ctx, e.kubectl, full...)
+	cmd := e.KubectlCommand(ctx, args...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -424,6 +423,13 @@ func (e *Env) Kubectl(ctx context.Context, stdin io.Reader, args ...string) Resu
 		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
+}
+
+// KubectlCommand is the command Kubectl runs, not started: for kubectl
+// that runs until stopped (port-forward), whose output the caller reads.
+func (e *Env) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	full := append([]string{"--kubeconfig", e.Kubeconfig, "--cache-dir", filepath.Join(e.dir, "kubectl-cache")}, args...)
+	return exec.CommandContext(ctx, e.kubectl, full...)
 }
 
 // RepoRoot finds the operator module's root from the test's working
