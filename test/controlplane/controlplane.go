@@ -379,8 +379,11 @@ func (c *ControlPlane) RestartAPIServer(ctx context.Context) error {
 // Stop stops the processes, the last started first (so the operator
 // finishes its requests while the API server is there; etcd goes last),
 // each with SIGTERM and, after Options.StopTimeout or as soon as ctx is
-// done, SIGKILL. It then releases the directory (removing it when
-// temporary). The error names the processes that had to be killed.
+// done, SIGKILL. With a node (Options.Node), it then kills the containers
+// the kubelet left running and containerd's shims, removes the node's
+// cgroup and unmounts what the node mounted. It then releases the
+// directory (removing it when temporary). The error names the processes
+// that had to be killed.
 func (c *ControlPlane) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {

@@ -32,6 +32,16 @@ const nobody = "65534:65534"
 // container copies the reloader from it.
 const OperatorImage = "apigateway.test/operator:1"
 
+// operatorImage is OperatorImage with the operator binary: what the
+// Dockerfile's final stage holds (TestOperatorImageIsTheDockerfiles).
+func operatorImage(binary []byte) ociimage.Image {
+	return ociimage.Image{
+		Name:   OperatorImage,
+		Files:  []ociimage.File{{Path: "/apigateway-operator", Mode: 0o755, Data: binary}},
+		Config: ociimage.Config{Entrypoint: []string{"/apigateway-operator"}, User: "65532:65532"},
+	}
+}
+
 // operatorPackage is the operator's main package.
 const operatorPackage = "example.com/apigateway-operator/cmd/apigateway-operator"
 
@@ -59,11 +69,7 @@ func WriteImages(dir string) ([]string, error) {
 			Config: ociimage.Config{Entrypoint: []string{"/echoserver"}, User: nobody},
 		},
 	}
-	images = append(images, ociimage.Image{
-		Name:   OperatorImage,
-		Files:  []ociimage.File{{Path: "/apigateway-operator", Mode: 0o755, Data: operator}},
-		Config: ociimage.Config{Entrypoint: []string{"/apigateway-operator"}, User: "65532:65532"},
-	})
+	images = append(images, operatorImage(operator))
 	gateway, err := gatewayImage()
 	if err != nil {
 		return nil, err
