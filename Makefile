@@ -36,13 +36,27 @@ TRAEFIK       := $(BIN)/traefik
 TRAEFIK_KEY   := $(shell cat hack/traefik/go.mod hack/traefik/go.sum hack/traefik/build.sh hack/traefik/ext/* | sha256sum | cut -c1-16)
 TRAEFIK_STAMP := $(BIN)/.traefik-built-$(TRAEFIK_KEY)
 
+# The local node's binaries (kubelet, kube-scheduler, containerd, ctr, the
+# runc shim) built by hack/node/build.sh into ./bin/node: the kubelet and
+# kube-scheduler from hack/k8s, at the API server's version, so the stamp is
+# keyed on both modules' files. Apart from ./bin/k8s, so that `make test`
+# does not build them.
+NODE_BIN   := $(BIN)/node
+NODE_KEY   := $(shell cat hack/node/go.mod hack/node/go.sum hack/node/build.sh hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh | sha256sum | cut -c1-16)
+NODE_STAMP := $(NODE_BIN)/.built-$(NODE_KEY)
+
 # What envtest needs to find and start the control plane (a loaded 2-core
 # machine can take well over envtest's default 20 s to start it), and where
 # test/gatewayapi finds Traefik.
 TEST_ENV := KUBEBUILDER_ASSETS=$(K8S_ASSETS) \
 	KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-60s} \
 	KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT=$${KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:-60s} \
-	TRAEFIK=$(TRAEFIK)
+	TRAEFIK=$(TRAEFIK) \
+	NODE_BIN=$(NODE_BIN)
+
+# The real node's suite (a kubelet and containerd, `make node`) runs apart
+# from `make test` until it has proven itself there: `make test-node`.
+NODE_PKGS := ./test/node
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 # Every `make test` fuzzes each target a little; raise it for a longer hunt.
@@ -113,8 +127,12 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 
 .PHONY: test
 test: verify k8s nginx netns promtool helm traefik ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
-	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/node$$')
 	$(MAKE) --no-print-directory fuzz
+
+.PHONY: test-node
+test-node: k8s node nginx ## Run the real node's suite (test/node: kubelet, containerd, gateway pods; needs root).
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) $(NODE_PKGS)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 15s).
@@ -135,6 +153,15 @@ k8s: $(K8S_STAMP) ## Build the local control plane into ./bin/k8s (once per hack
 $(K8S_STAMP):
 	rm -f $(K8S_ASSETS)/.built-*
 	hack/k8s/build.sh $(K8S_ASSETS)
+	touch $@
+
+.PHONY: node
+node: $(NODE_STAMP) netns ## Build and install what a local node needs: kubelet, kube-scheduler and containerd (./bin/node), runc and the CNI plugins (Debian).
+	hack/install-node-tools.sh
+
+$(NODE_STAMP):
+	rm -f $(NODE_BIN)/.built-*
+	hack/node/build.sh $(NODE_BIN)
 	touch $@
 
 .PHONY: promtool

@@ -3,7 +3,9 @@
 # kube-apiserver, kube-controller-manager, kubectl and etcd, into $1
 # (default: <repo>/bin/k8s). The versions are pinned by go.mod beside this file;
 # the version strings are stamped in so the API server reports its real version
-# (kubectl's skew check and discovery read it).
+# (kubectl's skew check and discovery read it). Given Kubernetes commands after
+# $1, it builds those instead (and no etcd): hack/node/build.sh builds the
+# node's kubelet and kube-scheduler so, at the API server's version.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +26,11 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 done
 
+if [[ $# -gt 1 ]]; then
+  echo "building Kubernetes $k8s_version ${*:2} into $out"
+  go build -trimpath -ldflags "$ldflags" -o "$out/" "${@:2}"
+  exit 0
+fi
 echo "building Kubernetes $k8s_version and etcd $etcd_version into $out"
 go build -trimpath -ldflags "$ldflags" -o "$out/" \
   k8s.io/kubernetes/cmd/kube-apiserver \

@@ -18,6 +18,14 @@ import (
 // and fails the whole lookup when either is refused); anything else is
 // NXDOMAIN. It returns the address it listens on and stop.
 func Serve(addr, domain string, answer net.IP) (string, func() error, error) {
+	return ServeLookup(addr, domain, func(string) []net.IP { return []net.IP{answer} })
+}
+
+// ServeLookup is Serve with the addresses (IPv4) of each name under
+// svc.<domain>. looked up at every question, by the part before that
+// ("web.shop" for a Service web in namespace shop); a name without any is
+// NXDOMAIN.
+func ServeLookup(addr, domain string, lookup func(name string) []net.IP) (string, func() error, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return "", nil, err
@@ -29,14 +37,20 @@ func Serve(addr, domain string, answer net.IP) (string, func() error, error) {
 		m.Authoritative = true
 		for _, q := range req.Question {
 			name := strings.ToLower(q.Name)
+			var ips []net.IP
+			if dns.IsSubDomain(zone, name) && name != zone {
+				ips = lookup(strings.TrimSuffix(name, "."+zone))
+			}
 			switch {
-			case !dns.IsSubDomain(zone, name) || name == zone:
+			case len(ips) == 0:
 				m.Rcode = dns.RcodeNameError
 			case q.Qtype == dns.TypeA:
-				m.Answer = append(m.Answer, &dns.A{
-					Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
-					A:   answer,
-				})
+				for _, ip := range ips {
+					m.Answer = append(m.Answer, &dns.A{
+						Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+						A:   ip,
+					})
+				}
 			}
 		}
 		_ = w.WriteMsg(m)

@@ -14,6 +14,7 @@
 //	logs/<name>.log  each component's output
 //	pids/<name>.pid  each running process; pids/run.pid is the lock
 //	kubeconfig       the administrator's kubeconfig
+//	node/            the node's files (Options.Node), emptied at each start
 //
 // A kept directory is locked while a control plane runs in it. A run that
 // was killed before it could stop its processes leaves their pid files
@@ -88,6 +89,13 @@ type Options struct {
 	// zero); StopTimeout bounds the wait after SIGTERM, before SIGKILL
 	// (DefaultStopTimeout when zero).
 	StartTimeout, StopTimeout time.Duration
+	// Node, when set, starts a node too (see NodeOptions): the process
+	// must run in the namespaces EnterNodeNamespaces makes. The node
+	// lifecycle controller runs then, whatever Controllers say (it lifts
+	// the taint a kubelet registers its Node with); Deployments need the
+	// "deployment-controller" and "replicaset-controller" Controllers
+	// besides.
+	Node *NodeOptions
 	// Log, when set, is told each step ("Starting etcd on ...").
 	Log func(msg string)
 }
@@ -125,6 +133,8 @@ type ControlPlane struct {
 	webhookClientAuth WebhookClientAuth
 	// procs are the running processes in the order they started.
 	procs []*Process
+	// node is what the node of Options.Node set up, for Stop to undo.
+	node *node
 }
 
 // New takes the directory: it creates it, locks it when it is kept, stops
@@ -156,24 +166,29 @@ func New(opts Options) (*ControlPlane, error) {
 // Dir is the control plane's directory.
 func (c *ControlPlane) Dir() string { return c.dir }
 
-// Start starts etcd, kube-apiserver and, when Options.Controllers names
-// any, kube-controller-manager, each waited for until ready. It writes the
+// Start starts etcd, kube-apiserver, when Options.Controllers names any,
+// kube-controller-manager and, with Options.Node, the node, each waited
+// for until ready (the node until its Node is Ready). It writes the
 // administrator's kubeconfig into the directory. Whatever it returns, Stop
 // stops what was started and releases the directory.
 func (c *ControlPlane) Start(ctx context.Context) error {
 	if err := c.preparePKI(time.Now()); err != nil {
 		return err
 	}
-	flags := maps.Clone(c.opts.APIServerFlags)
+	// The options' flags replace those the launcher adds.
+	flags := map[string]string{}
+	if c.opts.Node != nil {
+		maps.Copy(flags, apiServerNodeFlags)
+	}
 	if host := c.opts.WebhookClientHost; host != "" {
 		a, err := WriteWebhookClientAuth(c.path(pkiDir), host, time.Now())
 		if err != nil {
 			return fmt.Errorf("the webhook client certificate: %w", err)
 		}
 		c.webhookClientAuth = a
-		flags = maps.Clone(a.Flags)
-		maps.Copy(flags, c.opts.APIServerFlags)
+		maps.Copy(flags, a.Flags)
 	}
+	maps.Copy(flags, c.opts.APIServerFlags)
 	c.ports = portNumbers{etcd: c.opts.EtcdPort, apiServer: c.opts.APIServerPort}
 	for _, port := range []*int{&c.ports.etcd, &c.ports.apiServer} {
 		if err := c.reserve(port); err != nil {
@@ -189,11 +204,19 @@ func (c *ControlPlane) Start(ctx context.Context) error {
 	if err := c.WriteKubeconfig(c.path(kubeconfigFile), Admin); err != nil {
 		return err
 	}
-	if len(c.opts.Controllers) == 0 {
+	controllers := c.opts.Controllers
+	if c.opts.Node != nil {
+		controllers = withNodeControllers(controllers)
+	}
+	if len(controllers) > 0 {
+		if _, err := c.StartControllers(ctx, controllers); err != nil {
+			return err
+		}
+	}
+	if c.opts.Node == nil {
 		return nil
 	}
-	_, err := c.StartControllers(ctx, c.opts.Controllers)
-	return err
+	return c.startNode(ctx)
 }
 
 // StartControllers runs kube-controller-manager with controllers (their
@@ -356,14 +379,18 @@ func (c *ControlPlane) RestartAPIServer(ctx context.Context) error {
 // Stop stops the processes, the last started first (so the operator
 // finishes its requests while the API server is there; etcd goes last),
 // each with SIGTERM and, after Options.StopTimeout or as soon as ctx is
-// done, SIGKILL. It then releases the directory (removing it when
-// temporary). The error names the processes that had to be killed.
+// done, SIGKILL. With a node (Options.Node), it then kills the containers
+// the kubelet left running and containerd's shims, removes the node's
+// cgroup and unmounts what the node mounted. It then releases the
+// directory (removing it when temporary). The error names the processes
+// that had to be killed.
 func (c *ControlPlane) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		errs = append(errs, c.procs[i].stop(ctx, c.opts.StopTimeout))
 	}
 	c.procs = nil
+	errs = append(errs, c.stopNode())
 	for _, p := range c.reserved {
 		errs = append(errs, p.Release())
 	}

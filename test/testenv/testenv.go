@@ -69,6 +69,13 @@ type Options struct {
 	// Gateway, HTTPRoute) from the sigs.k8s.io/gateway-api module the
 	// operator builds with, as a cluster with Gateway API has them.
 	GatewayAPI bool
+	// Controllers are kube-controller-manager's controllers to run for
+	// the whole suite (by their --controllers names).
+	Controllers []string
+	// Node, when set, starts a node beside the control plane
+	// (controlplane.NodeOptions): the suite's process must run in the
+	// namespaces controlplane.EnterNodeNamespaces makes.
+	Node *controlplane.NodeOptions
 	// StopTimeout, when set, replaces KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT:
 	// how long a component may take to stop, at Stop and RestartAPIServer,
 	// before it is killed.
@@ -182,6 +189,7 @@ func (e *Env) start(assets string, opts Options) error {
 	if opts.StopTimeout != 0 {
 		cpOpts.StopTimeout = opts.StopTimeout
 	}
+	cpOpts.Controllers, cpOpts.Node = opts.Controllers, opts.Node
 	if opts.ServiceClusterIPRange != "" {
 		cpOpts.APIServerFlags["service-cluster-ip-range"] = opts.ServiceClusterIPRange
 	}
@@ -359,6 +367,9 @@ func (e *Env) Stop() error {
 	return err
 }
 
+// ControlPlane is the running control plane (its processes, its node).
+func (e *Env) ControlPlane() *controlplane.ControlPlane { return e.cp }
+
 // RestartAPIServer stops the kube-apiserver and starts it again at the same
 // address, with the same certificates and tokens and over the same etcd:
 // Config, Client and Kubeconfig reach it again unchanged. One that drains
@@ -403,8 +414,7 @@ type Result struct {
 // stdin as its standard input (nil for none). It uses its own discovery cache
 // so CRD changes made by a test are seen at once.
 func (e *Env) Kubectl(ctx context.Context, stdin io.Reader, args ...string) Result {
-	full := append([]string{"--kubeconfig", e.Kubeconfig, "--cache-dir", filepath.Join(e.dir, "kubectl-cache")}, args...)
-	cmd := exec.CommandContext(ctx, e.kubectl, full...)
+	cmd := e.KubectlCommand(ctx, args...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -413,6 +423,13 @@ func (e *Env) Kubectl(ctx context.Context, stdin io.Reader, args ...string) Resu
 		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
+}
+
+// KubectlCommand is the command Kubectl runs, not started: for kubectl
+// that runs until stopped (port-forward), whose output the caller reads.
+func (e *Env) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	full := append([]string{"--kubeconfig", e.Kubeconfig, "--cache-dir", filepath.Join(e.dir, "kubectl-cache")}, args...)
+	return exec.CommandContext(ctx, e.kubectl, full...)
 }
 
 // RepoRoot finds the operator module's root from the test's working

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the local node (test/controlplane's Options.Node) takes from
+# Debian rather than the Go module proxy: runc, which containerd's shim runs
+# the containers with, and the CNI plugins (bridge, host-local, loopback in
+# /usr/lib/cni) that give pods their network. Idempotent and silent when they
+# are present; needs root (or sudo) and the Debian archive otherwise.
+set -euo pipefail
+
+missing=()
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+for plugin in bridge host-local loopback; do
+	if [[ ! -x /usr/lib/cni/$plugin ]]; then
+		missing+=(containernetworking-plugins)
+		break
+	fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+	sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

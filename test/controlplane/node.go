@@ -1,0 +1,320 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The node's components, which are also their binaries', pid files' and
+// logs' names.
+const (
+	scheduler  = "kube-scheduler"
+	containerd = "containerd"
+	kubelet    = "kubelet"
+	shim       = "containerd-shim-runc-v2"
+	// nodeDir holds the node's files in the control plane's directory;
+	// it starts empty at every start.
+	nodeDir = "node"
+	// criNamespace is containerd's namespace of the kubelet's images.
+	criNamespace = "k8s.io"
+)
+
+// DefaultCNIBinDir is where Debian installs the CNI plugins.
+const DefaultCNIBinDir = "/usr/lib/cni"
+
+// NodeOptions start a node beside the control plane: kube-scheduler,
+// containerd and a kubelet registered as a Node, in the namespaces
+// EnterNodeNamespaces made, every file under the control plane's directory
+// (node/), the kubelet's pods in a cgroup of their own. Stop stops them,
+// kills what containers are left, unmounts and removes the cgroups.
+type NodeOptions struct {
+	// BinDir holds the kubelet, kube-scheduler, containerd, ctr and
+	// containerd-shim-runc-v2 (`make node` builds them into bin/node).
+	BinDir string
+	// CNIBinDir holds the CNI plugins; empty means DefaultCNIBinDir.
+	CNIBinDir string
+	// Name is the Node's; empty means "node".
+	Name string
+	// Images are OCI image layout tars (test/ociimage) imported before
+	// the kubelet starts: the node has no registry to pull from.
+	Images []string
+	// PauseImage names the pods' sandbox image, one of Images.
+	PauseImage string
+	// SyncFrequency is the kubelet's syncFrequency (how often it syncs
+	// each pod, so how late a ConfigMap volume follows its ConfigMap);
+	// zero keeps the kubelet's default.
+	SyncFrequency time.Duration
+}
+
+// node is what a started node leaves for Stop to undo.
+type node struct {
+	// startup is how long the Node took to become Ready after the
+	// kubelet started.
+	startup time.Duration
+	paths   nodePaths
+	mounts  nodeMounts
+	// cgroups are the cgroup folders made, one per hierarchy.
+	cgroups []string
+}
+
+// apiServerNodeFlags are the API server's flags a node needs: it reaches
+// the kubelet (logs, exec, port-forward) at the Node's InternalIP, as it
+// has no DNS name.
+var apiServerNodeFlags = map[string]string{"kubelet-preferred-address-types": "InternalIP"}
+
+// nodeLifecycleController lifts the node.kubernetes.io/not-ready taint a
+// kubelet registers its Node with once the Node is Ready: without it, no
+// pod is ever scheduled.
+const nodeLifecycleController = "node-lifecycle-controller"
+
+// withNodeControllers are controllers with nodeLifecycleController.
+func withNodeControllers(controllers []string) []string {
+	if slices.Contains(controllers, nodeLifecycleController) || slices.Contains(controllers, "*") {
+		return controllers
+	}
+	return append(slices.Clone(controllers), nodeLifecycleController)
+}
+
+// startNode starts the node of Options.Node and waits until its Node is
+// Ready.
+func (c *ControlPlane) startNode(ctx context.Context) error {
+	opts := c.opts.Node
+	if !InNodeNamespaces() {
+		return errors.New("a node runs in namespaces of its own: call controlplane.EnterNodeNamespaces first (in TestMain)")
+	}
+	if opts.PauseImage == "" {
+		return errors.New("NodeOptions.PauseImage is empty: the node has no registry to pull registry.k8s.io/pause from")
+	}
+	dir := c.path(nodeDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	c.node = &node{paths: nodePaths{dir: dir}}
+	if err := c.prepareNode(); err != nil {
+		return err
+	}
+	if err := c.startContainerd(ctx); err != nil {
+		return err
+	}
+	if err := c.importImages(ctx, opts.Images); err != nil {
+		return err
+	}
+	c.log("Starting " + scheduler)
+	if _, err := c.Run(ctx, Command{Name: scheduler, Path: filepath.Join(c.opts.Node.BinDir, scheduler), Args: schedulerArgs(c.path(kubeconfigFile))}); err != nil {
+		return err
+	}
+	return c.startKubelet(ctx)
+}
+
+// prepareNode gives the node its address, its mounts, its cgroup and its
+// configuration files.
+func (c *ControlPlane) prepareNode() error {
+	n, opts := c.node, c.opts.Node
+	if err := run("ip", "addr", "replace", NodeIP+"/32", "dev", "lo"); err != nil {
+		return err
+	}
+	if err := n.mounts.fakeKernelSettings(n.paths.file("sysctl")); err != nil {
+		return err
+	}
+	if err := n.mounts.mountHostPaths(n.paths.file("host")); err != nil {
+		return err
+	}
+	id := make([]byte, 4)
+	_, _ = rand.Read(id)
+	cgroupRoot := cgroupRootName(hex.EncodeToString(id))
+	made, err := makeCgroupRoot(cgroupRoot)
+	n.cgroups = made
+	if err != nil {
+		return err
+	}
+	cniBinDir := opts.CNIBinDir
+	if cniBinDir == "" {
+		cniBinDir = DefaultCNIBinDir
+	}
+	files := map[string]string{
+		n.paths.containerdConfig():                              containerdConfig(n.paths, cniBinDir, opts.PauseImage),
+		filepath.Join(n.paths.cniConfDir(), "10-node.conflist"): cniConfig(n.paths),
+		n.paths.kubeletConfig():                                 kubeletConfig(n.paths, cgroupRoot, opts.SyncFrequency),
+		n.paths.file("resolv.conf"):                             "nameserver " + NodeIP + "\n",
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.MkdirAll(filepath.Dir(n.paths.containerdSocket()), 0o700)
+}
+
+// runtimePath is PATH with the runtime's binaries first: containerd finds
+// its shim there, the shim finds runc (Debian's) further on.
+func (c *ControlPlane) runtimePath() string {
+	return "PATH=" + c.opts.Node.BinDir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+func (c *ControlPlane) startContainerd(ctx context.Context) error {
+	c.log("Starting " + containerd)
+	socket := c.node.paths.containerdSocket()
+	_, err := c.Run(ctx, Command{
+		Name: containerd,
+		Path: filepath.Join(c.opts.Node.BinDir, containerd),
+		Args: []string{"--config=" + c.node.paths.containerdConfig()},
+		Env:  []string{c.runtimePath()},
+		Ready: func(ctx context.Context) error {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		},
+	})
+	return err
+}
+
+// importImages imports OCI image layout tars into the kubelet's namespace
+// of containerd.
+func (c *ControlPlane) importImages(ctx context.Context, images []string) error {
+	for _, image := range images {
+		start := time.Now()
+		cmd := exec.CommandContext(ctx, filepath.Join(c.opts.Node.BinDir, "ctr"),
+			"--address="+c.node.paths.containerdSocket(), "--namespace="+criNamespace, "images", "import", image)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("importing %s: %w: %s", image, err, out)
+		}
+		c.log(fmt.Sprintf("Imported %s in %s", filepath.Base(image), time.Since(start).Round(time.Millisecond)))
+	}
+	return nil
+}
+
+func (c *ControlPlane) startKubelet(ctx context.Context) error {
+	name := nodeName(c.opts.Node)
+	c.log("Starting " + kubelet + " as node " + name + " at " + NodeIP)
+	start := time.Now()
+	if _, err := c.Run(ctx, Command{
+		Name:  kubelet,
+		Path:  filepath.Join(c.opts.Node.BinDir, kubelet),
+		Args:  kubeletArgs(c.node.paths, name, c.path(kubeconfigFile)),
+		Env:   []string{c.runtimePath()},
+		Ready: ReadyWhenOK("http://127.0.0.1:10248/healthz"),
+	}); err != nil {
+		return err
+	}
+	cfg, err := c.Config(Admin)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = waitReady(ctx, c.find(kubelet), func(ctx context.Context) error { return nodeReady(ctx, client, name) }, c.opts.StartTimeout)
+	if err != nil {
+		return err
+	}
+	c.node.startup = time.Since(start)
+	c.log(fmt.Sprintf("Node %s Ready %s after the kubelet started", name, c.node.startup.Round(time.Millisecond)))
+	return nil
+}
+
+// NodeMade are the paths the node of Options.Node made on the machine,
+// outside the control plane's directory, which Stop removes: its cgroup
+// folders, and the folders it had to make to mount over (see hostPaths).
+// For a suite to check, after Stop, that nothing is left.
+func (c *ControlPlane) NodeMade() []string {
+	if c.node == nil {
+		return nil
+	}
+	return append(slices.Clone(c.node.cgroups), c.node.mounts.made...)
+}
+
+// NodeStartup is how long the node of Options.Node took to become Ready
+// (and schedulable) after its kubelet started; zero without a node.
+func (c *ControlPlane) NodeStartup() time.Duration {
+	if c.node == nil {
+		return 0
+	}
+	return c.node.startup
+}
+
+// nodeReady fails unless Node name has condition Ready True and has lost
+// its not-ready taint: pods can be scheduled to it.
+func nodeReady(ctx context.Context, client kubernetes.Interface, name string) error {
+	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady {
+			return fmt.Errorf("node %s still has the %s taint", name, taint.Key)
+		}
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			if cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+			return fmt.Errorf("node %s not Ready: %s: %s", name, cond.Reason, cond.Message)
+		}
+	}
+	return fmt.Errorf("node %s has no Ready condition yet", name)
+}
+
+// stopNode undoes what startNode did once every process has stopped:
+// it kills the containers and shims left (the kubelet does not stop its
+// pods when it stops), removes the cgroups, unmounts and removes the
+// folders it made on the machine.
+func (c *ControlPlane) stopNode() error {
+	n := c.node
+	if n == nil {
+		return nil
+	}
+	c.node = nil
+	errs := []error{removeCgroups(n.cgroups, c.opts.StopTimeout)}
+	errs = append(errs, killShims(filepath.Join(c.opts.Node.BinDir, shim), c.opts.StopTimeout))
+	errs = append(errs, n.mounts.undo(n.paths.dir))
+	return errors.Join(errs...)
+}
+
+// killShims kills the processes running the shim binary at path: in the
+// node's PID namespace these are this run's, which outlive containerd.
+func killShims(path string, timeout time.Duration) error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || strings.TrimSuffix(exe, " (deleted)") != path {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !gone(pid, timeout) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) is still running after SIGKILL", shim, pid))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,231 @@
+package controlplane
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// nodeNamespaceEnv marks the process EnterNodeNamespaces re-ran.
+const nodeNamespaceEnv = "APIGATEWAY_NODE_NAMESPACES"
+
+// InNodeNamespaces reports whether this process runs in the namespaces
+// EnterNodeNamespaces made.
+func InNodeNamespaces() bool { return os.Getenv(nodeNamespaceEnv) != "" }
+
+// EnterNodeNamespaces makes the rest of the process run in new network,
+// mount and PID namespaces, as a node (Options.Node) needs: the first call
+// re-runs this binary, with the same arguments, under unshare(1) and
+// returns its exit code with done set, which the caller exits with; in the
+// re-run, it brings loopback up and returns done unset.
+//
+// What the node does to the network (its address, the pods' bridge and
+// their addresses) and its mounts (kernel settings shown to the kubelet,
+// containers' root filesystems, the kubelet's volumes) stay in those
+// namespaces and go with them. The re-run is their PID 1: when it exits,
+// however it exits, the kernel kills every process left in them
+// (containers, containerd's shims), and unshare kills it when unshare
+// itself is killed. A test package calls it from TestMain.
+func EnterNodeNamespaces() (code int, done bool, err error) {
+	if InNodeNamespaces() {
+		return 0, false, run("ip", "link", "set", "lo", "up")
+	}
+	if os.Geteuid() != 0 {
+		return 1, true, fmt.Errorf("a node needs root (it makes namespaces, mounts and cgroups); running as uid %d", os.Geteuid())
+	}
+	args := []string{"--net", "--mount", "--propagation=private", "--pid", "--fork", "--mount-proc", "--kill-child", "--", os.Args[0]}
+	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), nodeNamespaceEnv+"=1")
+	err = cmd.Run()
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+		return exit.ExitCode(), true, nil
+	}
+	if err != nil {
+		return 1, true, fmt.Errorf("running under unshare: %w", err)
+	}
+	return 0, true, nil
+}
+
+// run runs a command, returning its output with its error.
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// hostPaths are the machine's paths that the kubelet, containerd, its
+// shims, runc or the CNI plugins use whatever their configuration says.
+// In the node's mount namespace each is a folder of the run's directory
+// mounted over the machine's, which stays as it was.
+var hostPaths = []string{
+	"/run/containerd",
+	"/var/lib/cni",
+	"/var/lib/kubelet",
+	"/var/log/containers",
+	"/var/log/pods",
+}
+
+// nodeMounts are what the node mounted in its mount namespace, and the
+// machine's folders it had to make to mount over, to be undone by Stop.
+type nodeMounts struct {
+	mounted []string
+	made    []string
+}
+
+// mountHostPaths mounts a folder under dir over each of hostPaths, making
+// the missing ones (and remembering the topmost folder it made).
+func (m *nodeMounts) mountHostPaths(dir string) error {
+	for _, path := range hostPaths {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			top, err := mkdirAllTop(path)
+			if err != nil {
+				return err
+			}
+			m.made = append(m.made, top)
+		}
+		src := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "-"))
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return err
+		}
+		if err := m.bind(src, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fakeKernelSettings shows the kubelet the kernel settings it wants where
+// the machine's differ: files under dir mounted over /proc/sys's.
+func (m *nodeMounts) fakeKernelSettings(dir string) error {
+	current := map[string]string{}
+	for path := range kernelDefaults {
+		data, err := os.ReadFile("/proc/sys/" + path)
+		if err != nil {
+			return err
+		}
+		current[path] = string(data)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for path, value := range kernelOverrides(current) {
+		src := filepath.Join(dir, strings.ReplaceAll(path, "/", "."))
+		if err := os.WriteFile(src, []byte(value+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := m.bind(src, "/proc/sys/"+path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *nodeMounts) bind(src, target string) error {
+	if err := syscall.Mount(src, target, "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mounting %s over %s: %w", src, target, err)
+	}
+	m.mounted = append(m.mounted, target)
+	return nil
+}
+
+// undo unmounts everything mounted under dir (containers' root
+// filesystems, the kubelet's volumes, network namespaces), deepest first,
+// then its own mounts, and removes the folders it made on the machine
+// (empty: what went in them went to the run's directory).
+func (m *nodeMounts) undo(dir string) error {
+	under, err := mountsUnder(dir)
+	errs := []error{err}
+	own := slices.Clone(m.mounted)
+	slices.Reverse(own)
+	for _, target := range append(under, own...) {
+		if err := syscall.Unmount(target, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", target, err))
+		}
+	}
+	m.mounted = nil
+	for _, top := range m.made {
+		errs = append(errs, removeEmptyTree(top))
+	}
+	m.made = nil
+	return errors.Join(errs...)
+}
+
+// mountsUnder are this mount namespace's mount points under dir, deepest
+// (last mounted) first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		target := unescapeMountPath(fields[4])
+		if target == dir || strings.HasPrefix(target, dir+"/") {
+			out = append(out, target)
+		}
+	}
+	slices.Reverse(out)
+	return out, s.Err()
+}
+
+// unescapeMountPath decodes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mkdirAllTop makes path and its missing parents, and returns the topmost
+// folder it made.
+func mkdirAllTop(path string) (string, error) {
+	top := path
+	for dir := filepath.Dir(path); dir != "/"; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		top = dir
+	}
+	return top, os.MkdirAll(path, 0o755)
+}
+
+// removeEmptyTree removes dir and the empty folders in it; it fails when
+// a file is in the way (something wrote to the machine).
+func removeEmptyTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeEmptyTree(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Remove(dir)
+}
