@@ -180,6 +180,7 @@ func (m *Gateway) render() (string, error) {
 		serverNamesHashBucketSize, serverNamesHashMaxSize)
 	writeRealIP(&b, trusted)
 	writeForwarded(&b, trusted)
+	writeUpgrade(&b)
 	if httpBlocks != "" {
 		b.WriteString("# Per-route traffic settings: weighted backends, rate limits, added request headers.\n")
 		b.WriteString(httpBlocks)
@@ -426,6 +427,41 @@ map "$%[1]s:$http_x_forwarded_port" $%[3]s {
 }
 
 `, trustedPeerVariable, forwardedProtoVariable, forwardedPortVariable)
+}
+
+const (
+	// upgradeVariable is the Upgrade header the gateway passes to the
+	// backend, connectionVariable the Connection header that goes with it.
+	upgradeVariable    = "gateway_upgrade"
+	connectionVariable = "gateway_connection"
+)
+
+// writeUpgrade defines the Upgrade and Connection headers every proxied
+// request carries (gatewayHeaders). nginx passes neither hop-by-hop header
+// unless told, so without them a WebSocket handshake reaches the backend
+// as a plain GET and the client never gets its 101. The client's Upgrade
+// is passed on, and Connection says "upgrade" exactly when Upgrade is
+// sent; nginx then relays the bytes both ways once the backend answers
+// 101. A request without Upgrade keeps the Connection it had before.
+//
+// h2c is never passed on, alone or in a list: after a 101 to h2c the
+// client speaks HTTP/2 to the backend through the tunnel, and each of
+// those requests names any path on it, past the gateway's path checks,
+// routes and limits ("h2c smuggling"). Such a request reaches the backend
+// as a plain HTTP/1.1 request, as h2c's fallback intends.
+func writeUpgrade(b *strings.Builder) {
+	fmt.Fprintf(b, `# Upgrades (WebSocket) pass to the backend; h2c never does, since its
+# requests would bypass the routes. Without Upgrade, Connection is as before.
+map $http_upgrade $%[1]s {
+    default $http_upgrade;
+    "~*h2c" "";
+}
+map $%[1]s $%[2]s {
+    default upgrade;
+    "" close;
+}
+
+`, upgradeVariable, connectionVariable)
 }
 
 func writeHealthServer(b *strings.Builder, listen string) {
