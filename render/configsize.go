@@ -48,13 +48,13 @@ func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
 const (
 	// fileBytes bounds the lines outside the routes' servers and blocks:
 	// the header (without the gateway's names), the resolver, the hash
-	// sizes, the forwarded-header maps, the traffic blocks' comment, the
-	// health and default servers (some 1100 bytes).
-	fileBytes = 1536
+	// sizes, the forwarded-header and upgrade maps, the traffic blocks'
+	// comment, the health and default servers (some 1450 bytes).
+	fileBytes = 2048
 	// serverBytes bounds a host's server block without its name and its
 	// routes' locations: the ambiguous-path check, the gateway's request
-	// headers with their comments, the 404 location (some 1350 bytes).
-	serverBytes = 1536
+	// headers with their comments, the 404 location (some 1650 bytes).
+	serverBytes = 2048
 	// lineBytes bounds what one line holds besides the tenant strings
 	// counted on their own: indentation, the directive's name, quotes,
 	// numbers, a route id of 16 hex digits, a list index; most hold 30 to
