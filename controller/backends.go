@@ -59,8 +59,12 @@ func newBackendServices(mgr ctrl.Manager, namespaces []string) (*backendServices
 	return &backendServices{cache: c}, mgr.Add(c)
 }
 
-// addresses reads the cache for the renderer.
+// addresses reads the cache for the renderer; without a cache (a
+// reconciler built by hand, in unit tests) every backend is by name.
 func (s *backendServices) addresses(ctx context.Context) render.ServiceAddresses {
+	if s == nil {
+		return nil
+	}
 	return func(namespace, name string) (netip.Addr, bool) {
 		svc := &corev1.Service{}
 		if err := s.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
