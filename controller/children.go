@@ -33,11 +33,16 @@ type ChildOptions struct {
 	// may reach the gateway pods' status port: each gateway then gets a
 	// NetworkPolicy (desiredNetworkPolicy). Empty: none.
 	StatusFrom string
+	// ServiceAddresses, when set, gives the backend Services' ClusterIPs,
+	// to which the gateway pools connections (render.Options). The
+	// reconciler sets it from its cache; nil renders every backend by
+	// name, as the offline commands do.
+	ServiceAddresses render.ServiceAddresses
 }
 
 // renderOptions are the options the renderer reads.
 func (o ChildOptions) renderOptions() render.Options {
-	return render.Options{Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies}
+	return render.Options{Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies, ServiceAddresses: o.ServiceAddresses}
 }
 
 // Desired are the children the operator applies for one gateway.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,16 @@ func TestRenderConfigGolden(t *testing.T) {
 			golden(t, name+".conf.template", []byte(config))
 		})
 	}
+	// The traffic route set as the reconciler renders it once its backend
+	// Services exist: each with a ClusterIP, pooled (render.ServiceAddresses),
+	// but "web-green", resolved by name as if it did not exist yet.
+	t.Run("pooled", func(t *testing.T) {
+		config, err := render.Config(rendertest.Traffic(), render.Options{ServiceAddresses: func(_, name string) (netip.Addr, bool) {
+			return netip.AddrFrom4([4]byte{10, 96, byte(len(name)), name[0]}), name != "web-green"
+		}})
+		require.NoError(t, err)
+		golden(t, "pooled.conf.template", []byte(config))
+	})
 }
 
 // testImage is the image the golden Deployments run when spec.image is empty.

@@ -97,9 +97,19 @@ func (o Options) children() ChildOptions {
 		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage, StatusFrom: o.StatusFrom}
 }
 
+// childOptions are the options Children renders with now: the operator's,
+// and the backend Services' ClusterIPs as the cache holds them.
+func (r *Reconciler) childOptions(ctx context.Context) ChildOptions {
+	o := r.opts.children()
+	o.ServiceAddresses = r.backends.addresses(ctx)
+	return o
+}
+
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
 // Ingress or HTTPRoutes as its spec says and reports their state in its status.
 type Reconciler struct {
+	// backends are the ClusterIPs of the Services the gateways route to.
+	backends *backendServices
 	clients  clients
 	recorder recorder.EventRecorder
 	opts     Options
@@ -163,7 +173,12 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if err := routeindex.WatchRecords(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
+	backends, err := newBackendServices(mgr, opts.Namespaces)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
+		backends: backends,
 		clients:  clients{cached: mgr.GetClient(), live: mgr.GetAPIReader()},
 		recorder: mgr.GetEventRecorder(ControllerName),
 		opts:     opts,
@@ -198,6 +213,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		Owns(&networkingv1.Ingress{}).
 		// Pods that become ready or go: what they serve changes Live.
 		Watches(&corev1.Pod{}, podGateway).
+		// A backend Service that appears, goes or changes its ClusterIP:
+		// the pool the configuration names.
+		WatchesRawSource(backends.watch(mgr.GetClient())).
 		// A read of its pods that found something new.
 		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{}))
 	if opts.StatusFrom != "" {
@@ -366,12 +384,12 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
 		}
 	}
-	want, renderErr := Children(served, r.opts.children())
+	want, renderErr := Children(served, r.childOptions(ctx))
 	if renderErr != nil && served != gw {
 		// The renderer names a route by its index in the list it is
 		// given; refusing the whole spec, it names them as the user wrote
 		// them. It refuses the whole spec too: served's routes are in it.
-		if _, err := Children(gw, r.opts.children()); err != nil {
+		if _, err := Children(gw, r.childOptions(ctx)); err != nil {
 			renderErr = err
 		}
 	}

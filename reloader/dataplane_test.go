@@ -3,6 +3,7 @@ package reloader_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,6 +27,7 @@ import (
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/reloader"
 	"example.com/apigateway-operator/test/clusterdns"
+	"example.com/apigateway-operator/test/dataplane"
 	"example.com/apigateway-operator/test/gatewaypod"
 	"example.com/apigateway-operator/test/netns"
 )
@@ -52,10 +55,11 @@ const wait = 30 * time.Second
 const host = "dp.example.com"
 
 // backends are the test's Services: "users" and "fresh" echo the path
-// they were asked for, "stream" streams until released.
+// they were asked for, "stream" streams until released, "chat" echoes
+// WebSocket messages.
 type backends struct {
-	echo, stream int32
-	release      chan struct{}
+	echo, stream, chat int32
+	release            chan struct{}
 	// delayed receives a request that asked to be answered late.
 	delayed chan struct{}
 }
@@ -79,6 +83,7 @@ func startBackends(t *testing.T) *backends {
 		_, _ = io.WriteString(w, "path="+r.URL.Path)
 	})
 	b.stream = serve(gatewaypod.StreamHandler(b.release, 20*time.Millisecond))
+	b.chat = dataplane.StartWebSocketEcho(t, "127.0.0.1:0")
 	return b
 }
 
@@ -92,6 +97,7 @@ func (b *backends) gatewayWith(extra ...string) *v1.APIGateway {
 		Spec: v1.APIGatewaySpec{Routes: []v1.Route{
 			r("/users", "users", b.echo),
 			r("/stream", "stream", b.stream),
+			r("/chat", "chat", b.chat),
 		}},
 	}
 	for _, p := range extra {
@@ -300,25 +306,45 @@ func data2(data map[string]string, suffix string) map[string]string {
 	return out
 }
 
-// TestConnectionsEndAtTheShutdownBound: a stream on a replaced
-// configuration is not cut by the reload; it ends when
-// worker_shutdown_timeout (here shortened to 2s) closes it.
+// TestConnectionsEndAtTheShutdownBound: a stream and a WebSocket on a
+// replaced configuration are not cut by the reload (the WebSocket still
+// echoes); they end when worker_shutdown_timeout (here shortened to 2s)
+// closes them.
 func TestConnectionsEndAtTheShutdownBound(t *testing.T) {
 	b := startBackends(t)
 	f := startPod(t, b, b.gatewayWith(), setArg("--shutdown-timeout=", "2s"))
 	s := openStreams(t, 1)[0]
+	ws, err := dataplane.DialWebSocket("127.0.0.1:8080", host, "/chat/room")
+	require.NoError(t, err, f.logs)
+	defer ws.Close()
+	got, err := dataplane.EchoOver(ws, []byte("before"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("before"), got)
+
 	_, data, hash := render(t, b.gatewayWith("/x"))
 	require.NoError(t, f.pod.Project(data))
 	f.waitLoaded(hash)
 	after := s.Chunks.Load()
 	require.Eventually(t, func() bool { return s.Chunks.Load() > after }, wait, 10*time.Millisecond,
 		"the stream stopped with the reload")
+	got, err = dataplane.EchoOver(ws, []byte("after"))
+	require.NoError(t, err, "the WebSocket was cut by the reload")
+	assert.Equal(t, []byte("after"), got)
+
 	select {
 	case err := <-s.Done():
 		assert.Error(t, err, "the stream ended cleanly, yet the backend never finished it")
 	case <-time.After(wait):
 		t.Fatal("worker_shutdown_timeout did not close the stream")
 	}
+	// The old worker is gone by now, and its WebSocket with it: the
+	// read fails (closed, or reset) rather than at the read deadline.
+	require.NoError(t, ws.SetReadDeadline(time.Now().Add(wait)))
+	var msg []byte
+	err = websocket.Message.Receive(ws, &msg)
+	var timeout net.Error
+	require.Error(t, err, "the WebSocket still carried a message")
+	assert.False(t, errors.As(err, &timeout) && timeout.Timeout(), "worker_shutdown_timeout did not close the WebSocket: %v", err)
 }
 
 // TestRolloutStrategyNeverReloads: with --watch=false (the Rollout

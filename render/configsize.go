@@ -31,7 +31,7 @@ const MaxConfigBytes = 1<<20 - 64<<10
 // exceeds MaxConfigBytes: the common gateway, far below the bound, pays a
 // walk of its routes instead of a render (BenchmarkValidate).
 func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
-	m := Resolve(gw, Options{})
+	m := Resolve(gw, sizeOptions)
 	if m.sizeBound() <= MaxConfigBytes {
 		return nil
 	}
@@ -42,19 +42,24 @@ func ValidateRenderedSize(gw *v1.APIGateway) field.ErrorList {
 	return validateConfigSize(len(config))
 }
 
+// sizeOptions are the options admission measures a gateway with: the
+// defaults, with every backend Service pooled at the longest address
+// there is, as long as the operator's render of it can be.
+var sizeOptions = Options{ServiceAddresses: longestAddresses}
+
 // The terms of sizeBound, measured on what render writes (the
 // renderer's tests hold the bound above the exact size:
 // TestRenderedSizeBoundIsAbove).
 const (
 	// fileBytes bounds the lines outside the routes' servers and blocks:
 	// the header (without the gateway's names), the resolver, the hash
-	// sizes, the forwarded-header maps, the traffic blocks' comment, the
-	// health and default servers (some 1100 bytes).
-	fileBytes = 1536
+	// sizes, the forwarded-header and upgrade maps, the traffic blocks'
+	// comment, the health and default servers (some 1450 bytes).
+	fileBytes = 2048
 	// serverBytes bounds a host's server block without its name and its
 	// routes' locations: the ambiguous-path check, the gateway's request
-	// headers with their comments, the 404 location (some 1350 bytes).
-	serverBytes = 1536
+	// headers with their comments, the 404 location (some 1650 bytes).
+	serverBytes = 2048
 	// lineBytes bounds what one line holds besides the tenant strings
 	// counted on their own: indentation, the directive's name, quotes,
 	// numbers, a route id of 16 hex digits, a list index; most hold 30 to
@@ -77,6 +82,7 @@ func (m *Gateway) sizeBound() int {
 	ns := len(m.Namespace)
 	total := fileBytes + ns + len(m.Name)
 	hosts := make(map[v1.Hostname]struct{}, len(m.Routes))
+	backends := map[backendKey]struct{}{}
 	for i := range m.Routes {
 		r := m.Routes[i].Route
 		if _, ok := hosts[r.Host]; !ok {
@@ -85,8 +91,12 @@ func (m *Gateway) sizeBound() int {
 			total += serverBytes + 2*len(r.Host)
 		}
 		total += routeSizeBound(r, ns+len(m.ClusterDomain))
+		backends[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
+		for _, b := range r.AdditionalBackends {
+			backends[backendKey{b.Name, b.Port}] = struct{}{}
+		}
 	}
-	return total
+	return total + len(backends)*upstreamBound
 }
 
 // routeSizeBound bounds what r writes in a gateway whose Services' DNS
@@ -105,6 +115,18 @@ func routeSizeBound(r *v1.Route, suffix int) int {
 	// settings' blocks.
 	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
 	return routeLocations*location + http
+}
+
+// upstreamBound bounds one backend's upstream block: 167 bytes with the
+// longest address and port (upstream.go writes nothing a tenant chose:
+// a hashed name, an address, constants). A gateway writes at most one
+// per Service and port its routes name (sizeBound counts them).
+const upstreamBound = 192
+
+// backendKey is a Service and port, which has one upstream.
+type backendKey struct {
+	name v1.ServiceName
+	port v1.PortNumber
 }
 
 // backendBound bounds a line naming the backend Service name, written as

@@ -46,6 +46,10 @@ type Options struct {
 	// TrustedProxies are the addresses (IPs or CIDRs) whose
 	// X-Forwarded-For the gateway believes: see controller.ChildOptions.
 	TrustedProxies []string
+	// ServiceAddresses, when set, gives the backend Services' ClusterIPs:
+	// connections to those are pooled (upstream.go). Nil: every backend
+	// is resolved by name per request.
+	ServiceAddresses ServiceAddresses
 
 	// listenAddress, httpPort and healthPort say where the servers listen.
 	// The zero values are the pods' (every interface, HTTPPort and
@@ -157,7 +161,7 @@ func (m *Gateway) Config() (string, error) {
 // render is Config without the size bound.
 func (m *Gateway) render() (string, error) {
 	opts := m.Options
-	servers, httpBlocks, err := m.buildServers()
+	servers, httpBlocks, pools, err := m.buildServers()
 	if err != nil {
 		return "", err
 	}
@@ -180,6 +184,8 @@ func (m *Gateway) render() (string, error) {
 		serverNamesHashBucketSize, serverNamesHashMaxSize)
 	writeRealIP(&b, trusted)
 	writeForwarded(&b, trusted)
+	writeUpgrade(&b)
+	pools.write(&b)
 	if httpBlocks != "" {
 		b.WriteString("# Per-route traffic settings: weighted backends, rate limits, added request headers.\n")
 		b.WriteString(httpBlocks)
@@ -207,7 +213,7 @@ func (m *Gateway) render() (string, error) {
 // the same rules again, by calling the same functions (package validation
 // for the name and the routes, apimachinery's namespace rule), so a string
 // that slipped past admission still cannot inject configuration.
-func (m *Gateway) buildServers() (map[string]map[string]location, string, error) {
+func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstreams, error) {
 	opts := m.Options
 	routesPath := field.NewPath("spec", "routes")
 	errs := validation.ValidateName(m.Name, m.GenerateName, field.NewPath("metadata", "name"))
@@ -223,8 +229,9 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, error)
 	}
 	routes := m.Sorted()
 	servers := map[string]map[string]location{}
+	pools := &upstreams{lookup: opts.ServiceAddresses, namespace: m.Namespace, servers: map[string]string{}}
 	backendOf := func(name v1.ServiceName, port int32) string {
-		return fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port)
+		return pools.backend(name, port, fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port))
 	}
 	traffic := make([]*routeTraffic, 0, len(routes))
 	for _, r := range routes {
@@ -255,9 +262,9 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, error)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, "", apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), m.Name, errs)
+		return nil, "", nil, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), m.Name, errs)
 	}
-	return servers, usedHTTPBlocks(servers, traffic), nil
+	return servers, usedHTTPBlocks(servers, traffic), pools, nil
 }
 
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
@@ -426,6 +433,45 @@ map "$%[1]s:$http_x_forwarded_port" $%[3]s {
 }
 
 `, trustedPeerVariable, forwardedProtoVariable, forwardedPortVariable)
+}
+
+const (
+	// upgradeVariable is the Upgrade header the gateway passes to the
+	// backend, connectionVariable the Connection header that goes with it.
+	upgradeVariable    = "gateway_upgrade"
+	connectionVariable = "gateway_connection"
+)
+
+// writeUpgrade defines the Upgrade and Connection headers every proxied
+// request carries (gatewayHeaders). nginx passes neither hop-by-hop header
+// unless told, so without them a WebSocket handshake reaches the backend
+// as a plain GET and the client never gets its 101. The client's Upgrade
+// is passed on, and Connection says "upgrade" exactly when Upgrade is
+// sent; nginx then relays the bytes both ways once the backend answers
+// 101. A request without Upgrade is sent without Connection, which in
+// HTTP/1.1 keeps the connection open: nginx then returns it to the
+// backend's pool (upstream.go), whatever the client's HTTP version and
+// Connection. (nginx's default is "Connection: close".)
+//
+// h2c is never passed on, alone or in a list: after a 101 to h2c the
+// client speaks HTTP/2 to the backend through the tunnel, and each of
+// those requests names any path on it, past the gateway's path checks,
+// routes and limits ("h2c smuggling"). Such a request reaches the backend
+// as a plain HTTP/1.1 request, as h2c's fallback intends.
+func writeUpgrade(b *strings.Builder) {
+	fmt.Fprintf(b, `# Upgrades (WebSocket) pass to the backend; h2c never does, since its
+# requests would bypass the routes. Without Upgrade, no Connection header:
+# a pooled connection to the backend stays open for the next request.
+map $http_upgrade $%[1]s {
+    default $http_upgrade;
+    "~*h2c" "";
+}
+map $%[1]s $%[2]s {
+    default upgrade;
+    "" "";
+}
+
+`, upgradeVariable, connectionVariable)
 }
 
 func writeHealthServer(b *strings.Builder, listen string) {

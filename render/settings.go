@@ -47,7 +47,8 @@ var trafficSettings = []trafficSetting{
 			if len(r.AdditionalBackends) == 0 {
 				return 0, 0
 			}
-			// split_clients and its closing brace, and every backend.
+			// split_clients and its closing brace, and every backend
+			// (their upstreams: sizeBound).
 			http := 2*lineBytes + backendBound(r.BackendService.Name, suffix)
 			for _, b := range r.AdditionalBackends {
 				http += backendBound(b.Name, suffix)

@@ -259,6 +259,10 @@ var gatewayHeaders = []struct{ name, value, comment string }{
 	{name: "X-Forwarded-Proto", value: "$" + forwardedProtoVariable},
 	{name: "X-Forwarded-Port", value: "$" + forwardedPortVariable},
 	{name: "Forwarded", value: `""`},
+	{name: "Upgrade", value: "$" + upgradeVariable, comment: `# The client's Upgrade (but h2c) and "Connection: upgrade" with it, so a
+# WebSocket gets its 101 and then its bytes both ways (writeUpgrade).
+`},
+	{name: "Connection", value: "$" + connectionVariable},
 }
 
 // writeRequestHeaders sets, adds and removes the headers sent to the

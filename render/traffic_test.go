@@ -371,7 +371,7 @@ func TestRenderedSizeBound(t *testing.T) {
 			assert.Equal(t, "spec.routes", errs[0].Field)
 			assert.Equal(t, validation.RuleConfigSize, errs[0].Origin)
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("over the bound of %d", MaxConfigBytes))
-			size, _ := Resolve(tc.gw, Options{}).render()
+			size, _ := Resolve(tc.gw, sizeOptions).render()
 			assert.Contains(t, errs[0].Detail, fmt.Sprintf("would be %d bytes", len(size)))
 			require.Error(t, err)
 			assert.True(t, apierrors.IsInvalid(err))

@@ -37,7 +37,9 @@ type RouteTimeouts struct {
 
 	// readSeconds is how long the gateway waits for the backend's answer:
 	// for its first byte, and then between two reads (nginx's
-	// proxy_read_timeout), from 1 to 3600. Unset: 60.
+	// proxy_read_timeout), from 1 to 3600. Unset: 60. It also bounds how
+	// long an upgraded connection (a WebSocket) may carry no data before
+	// the gateway closes it.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	// +optional

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/websocket"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,7 @@ import (
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/reloader"
 	"example.com/apigateway-operator/test/clusterdns"
+	"example.com/apigateway-operator/test/dataplane"
 	"example.com/apigateway-operator/test/gatewaypod"
 )
 
@@ -106,15 +108,19 @@ func writeRows(path string, rows []row) error {
 // b8UID is the UID of the gateway B8 created.
 var b8UID types.UID
 
-// b8Gateway is the gateway of change k: two fixed routes, and /r<k>/.
-func b8Gateway(k int, echo, stream int32) *v1.APIGateway {
+// b8Ports are the backends' ports: the echo server, the streams, the
+// WebSocket echo.
+type b8Ports struct{ echo, stream, chat int32 }
+
+// b8Gateway is the gateway of change k: three fixed routes, and /r<k>/.
+func b8Gateway(k int, p b8Ports) *v1.APIGateway {
 	r := func(path, svc string, port int32) v1.Route {
 		return v1.Route{Host: b8Host, Path: v1.HTTPPath(path), PathType: v1.PathTypePrefix, BackendService: v1.BackendService{Name: v1.ServiceName(svc), Port: v1.PortNumber(port)}}
 	}
 	return &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b8Namespace, Name: "b8", UID: b8UID},
 		Spec: v1.APIGatewaySpec{Image: image, Replicas: ptr.To[int32](b8Replicas), Routes: []v1.Route{
-			r("/base", "echo", echo), r("/stream", "stream", stream), r("/r"+strconv.Itoa(k), "echo", echo),
+			r("/base", "echo", p.echo), r("/stream", "stream", p.stream), r("/chat", "chat", p.chat), r("/r"+strconv.Itoa(k), "echo", p.echo),
 		}},
 	}
 }
@@ -124,7 +130,7 @@ type b8Run struct {
 	total, projected    latencies
 	sent                int64
 	failed              []string
-	cut                 int
+	cut, socketsCut     int
 	peakNginx           int
 	podStart            time.Duration
 	binaryBytes         int64
@@ -133,7 +139,7 @@ type b8Run struct {
 }
 
 func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
-	echo, stream, release, stop, err := b8Backends()
+	ports, release, stop, err := b8Backends()
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +150,7 @@ func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
 	opts := controller.ChildOptions{DefaultImage: image, ReloaderImage: "apigateway-operator:bench"}
 	// The gateway exists, as the owner of the ConfigMap the bench writes
 	// in the operator's place; no operator runs.
-	gw := b8Gateway(0, echo, stream)
+	gw := b8Gateway(0, ports)
 	if err := h.client.Create(ctx, gw); err != nil {
 		return nil, err
 	}
@@ -156,7 +162,7 @@ func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
 	if err := h.client.Apply(ctx, first.ConfigMap, client.FieldOwner(controller.FieldOwner), client.ForceOwnership); err != nil {
 		return nil, err
 	}
-	pod, run, err := b8StartPod(ctx, operator, echo, stream, opts)
+	pod, run, err := b8StartPod(ctx, operator, ports, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +171,10 @@ func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := run.changes(ctx, h, pod, projected, release, echo, stream, opts); err != nil {
+	if err := run.changes(ctx, h, pod, projected, release, ports, opts); err != nil {
 		return nil, err
 	}
-	dep, err := rolloutSettings(ctx, h, opts, echo, stream)
+	dep, err := rolloutSettings(ctx, h, opts, ports)
 	if err != nil {
 		return nil, err
 	}
@@ -176,16 +182,16 @@ func runB8(ctx context.Context, h *harness, operator string) ([]row, error) {
 }
 
 // b8Backends start the Services' side: an echo server, a server of
-// streams that end when release closes, and the DNS server that sends
-// every Service name to them.
-func b8Backends() (echo, stream int32, release chan struct{}, stop func(), err error) {
+// streams that end when release closes, a WebSocket echo, and the DNS
+// server that sends every Service name to them.
+func b8Backends() (ports b8Ports, release chan struct{}, stop func(), err error) {
 	_, stopDNS, err := clusterdns.Serve("127.0.0.1:53", "cluster.local", net.IPv4(127, 0, 0, 1))
 	if err != nil {
-		return 0, 0, nil, nil, err
+		return ports, nil, nil, err
 	}
 	release = make(chan struct{})
 	var servers []*http.Server
-	serve := func(hf http.HandlerFunc) (int32, error) {
+	serve := func(hf http.Handler) (int32, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
@@ -201,18 +207,21 @@ func b8Backends() (echo, stream int32, release chan struct{}, stop func(), err e
 		}
 		_ = stopDNS()
 	}
-	if echo, err = serve(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) }); err == nil {
-		stream, err = serve(gatewaypod.StreamHandler(release, 100*time.Millisecond))
+	if ports.echo, err = serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) })); err == nil {
+		ports.stream, err = serve(gatewaypod.StreamHandler(release, 100*time.Millisecond))
+	}
+	if err == nil {
+		ports.chat, err = serve(dataplane.WebSocketEcho())
 	}
 	if err != nil {
 		stop()
 	}
-	return echo, stream, release, stop, err
+	return ports, release, stop, err
 }
 
 // b8StartPod starts the gateway pod of change 0 and waits until it serves.
-func b8StartPod(ctx context.Context, operator string, echo, stream int32, opts controller.ChildOptions) (*gatewaypod.Pod, *b8Run, error) {
-	spec, data, err := gatewaypod.FromGateway(b8Gateway(0, echo, stream), opts)
+func b8StartPod(ctx context.Context, operator string, ports b8Ports, opts controller.ChildOptions) (*gatewaypod.Pod, *b8Run, error) {
+	spec, data, err := gatewaypod.FromGateway(b8Gateway(0, ports), opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -296,7 +305,7 @@ func standInKubelet(ctx context.Context, h *harness, pod *gatewaypod.Pod, name s
 
 // changes makes the route changes under load and measures them.
 func (run *b8Run) changes(ctx context.Context, h *harness, pod *gatewaypod.Pod, projected <-chan projection,
-	release chan struct{}, echo, stream int32, opts controller.ChildOptions) error {
+	release chan struct{}, ports b8Ports, opts controller.ChildOptions) error {
 	var streams []*gatewaypod.Stream
 	for i := range b8Streams {
 		s, err := gatewaypod.OpenStream("127.0.0.1:8080", b8Host, fmt.Sprintf("/stream/%d", i), time.Minute)
@@ -305,13 +314,19 @@ func (run *b8Run) changes(ctx context.Context, h *harness, pod *gatewaypod.Pod, 
 		}
 		streams = append(streams, s)
 	}
+	sockets, err := openSockets()
+	if err != nil {
+		return err
+	}
+	defer sockets.close()
 	held := time.Now()
 	load := gatewaypod.StartLoad("127.0.0.1:8080", b8Host, b8Clients, func(c, n int) string { return fmt.Sprintf("/base/%d/%d", c, n) })
 	stopCount := countNginx(pod, &run.peakNginx)
 	probe := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-	var err error
 	for k := 1; k <= b8Changes && err == nil; k++ {
-		err = run.change(ctx, h, probe, projected, k, echo, stream, opts)
+		err = run.change(ctx, h, probe, projected, k, ports, opts)
+		// A message both ways on one WebSocket per change, in turn.
+		sockets.echo(k % len(sockets.conns))
 	}
 	run.sent, run.failed = load.Stop()
 	close(release)
@@ -320,6 +335,10 @@ func (run *b8Run) changes(ctx context.Context, h *harness, pod *gatewaypod.Pod, 
 			run.cut++
 		}
 	}
+	for i := range sockets.conns {
+		sockets.echo(i)
+	}
+	run.socketsCut = sockets.cut()
 	run.streamsHeldFor = time.Since(held)
 	stopCount()
 	if err != nil {
@@ -337,8 +356,8 @@ func (run *b8Run) changes(ctx context.Context, h *harness, pod *gatewaypod.Pod, 
 }
 
 // change writes the ConfigMap of change k and waits until /r<k>/ answers.
-func (run *b8Run) change(ctx context.Context, h *harness, probe *http.Client, projected <-chan projection, k int, echo, stream int32, opts controller.ChildOptions) error {
-	d, err := controller.Children(b8Gateway(k, echo, stream), opts)
+func (run *b8Run) change(ctx context.Context, h *harness, probe *http.Client, projected <-chan projection, k int, ports b8Ports, opts controller.ChildOptions) error {
+	d, err := controller.Children(b8Gateway(k, ports), opts)
 	if err != nil {
 		return err
 	}
@@ -411,11 +430,12 @@ func nginxProcesses(pod *gatewaypod.Pod) int {
 }
 
 func (run *b8Run) row() row {
-	ok := len(run.failed) == 0 && run.cut == 0 && run.refused == "" && len(run.total) == b8Changes
+	ok := len(run.failed) == 0 && run.cut == 0 && run.socketsCut == 0 && run.refused == "" && len(run.total) == b8Changes
 	figures := fmt.Sprintf("%d requests on %d keep-alive clients, %d failed; %d long-lived streams held %.0f s across the changes, %d cut; "+
+		"%d WebSockets held as long, one echoing a message after each change and all after the last, %d cut; "+
 		"ConfigMap write to the new route answering %s (of which the watch standing in for the kubelet: %s); "+
 		"at most %d nginx processes; pod start, the init container copying the %.0f MB binary included: %s",
-		run.sent, b8Clients, len(run.failed), b8Streams, run.streamsHeldFor.Seconds(), run.cut,
+		run.sent, b8Clients, len(run.failed), b8Streams, run.streamsHeldFor.Seconds(), run.cut, b8Streams, run.socketsCut,
 		run.total, run.projected, run.peakNginx, float64(run.binaryBytes)/1e6, ms(run.podStart))
 	if len(run.failed) > 0 {
 		figures += "; first failure: " + run.failed[0]
@@ -424,7 +444,7 @@ func (run *b8Run) row() row {
 		ID:      "B8",
 		What:    fmt.Sprintf("%d route changes reloaded in one gateway pod (reloader + nginx processes) under load", b8Changes),
 		Figures: figures + ". In a cluster the kubelet adds its ConfigMap volume sync before the file changes: up to its syncFrequency (1 m by default) plus jitter",
-		Target:  fmt.Sprintf("0 failed requests; 0 streams cut within the %s shutdown bound", controller.ShutdownTimeout),
+		Target:  fmt.Sprintf("0 failed requests; 0 streams or WebSockets cut within the %s shutdown bound", controller.ShutdownTimeout),
 		Met:     met(ok),
 	}
 }
@@ -432,8 +452,8 @@ func (run *b8Run) row() row {
 // rolloutSettings is the Deployment the Rollout strategy applies, as the
 // API server defaults it (a dry run): its own settings say what a rollout
 // per change costs.
-func rolloutSettings(ctx context.Context, h *harness, opts controller.ChildOptions, echo, stream int32) (*appsv1.Deployment, error) {
-	gw := b8Gateway(0, echo, stream)
+func rolloutSettings(ctx context.Context, h *harness, opts controller.ChildOptions, ports b8Ports) (*appsv1.Deployment, error) {
+	gw := b8Gateway(0, ports)
 	gw.Spec.ConfigUpdateStrategy = v1.ConfigUpdateRollout
 	d, err := controller.Children(gw, opts)
 	if err != nil {
@@ -492,4 +512,53 @@ func scaled(v *intstr.IntOrString, replicas int, up bool) int {
 		return 0
 	}
 	return n
+}
+
+// b8Sockets are the WebSockets B8 holds open across its changes: each is
+// cut once a message no longer comes back whole.
+type b8Sockets struct {
+	conns []*websocket.Conn
+	cuts  []bool
+}
+
+// openSockets opens b8Streams WebSockets to the chat route.
+func openSockets() (*b8Sockets, error) {
+	s := &b8Sockets{}
+	for i := range b8Streams {
+		ws, err := dataplane.DialWebSocket("127.0.0.1:8080", b8Host, fmt.Sprintf("/chat/%d", i))
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.conns = append(s.conns, ws)
+		s.cuts = append(s.cuts, false)
+	}
+	return s, nil
+}
+
+// echo sends a message on the i-th WebSocket, unless it was cut, and
+// counts it cut when the message does not come back.
+func (s *b8Sockets) echo(i int) {
+	if s.cuts[i] {
+		return
+	}
+	msg := []byte(fmt.Sprintf("message %d", i))
+	got, err := dataplane.EchoOver(s.conns[i], msg)
+	s.cuts[i] = err != nil || string(got) != string(msg)
+}
+
+func (s *b8Sockets) cut() int {
+	n := 0
+	for _, c := range s.cuts {
+		if c {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *b8Sockets) close() {
+	for _, ws := range s.conns {
+		_ = ws.Close()
+	}
 }

@@ -29,6 +29,10 @@ type EchoReply struct {
 	ForwardedProto string `json:"forwardedProto,omitempty"`
 	ForwardedPort  string `json:"forwardedPort,omitempty"`
 	Forwarded      string `json:"forwarded,omitempty"`
+	// Upgrade and Connection are the hop-by-hop headers the backend
+	// received from the gateway (not the client's).
+	Upgrade    string `json:"upgrade,omitempty"`
+	Connection string `json:"connection,omitempty"`
 }
 
 // StartEchoBackends starts one echo backend on 127.0.0.1 per Service name
@@ -57,7 +61,8 @@ func StartEchoBackend(t testing.TB, name, addr string) int32 {
 		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
 			ForwardedFor: header("X-Forwarded-For"), RealIP: r.Header.Get("X-Real-IP"),
 			ForwardedHost: header("X-Forwarded-Host"), ForwardedProto: header("X-Forwarded-Proto"),
-			ForwardedPort: header("X-Forwarded-Port"), Forwarded: header("Forwarded")})
+			ForwardedPort: header("X-Forwarded-Port"), Forwarded: header("Forwarded"),
+			Upgrade: header("Upgrade"), Connection: header("Connection")})
 	}))
 	srv.Listener.Close()
 	srv.Listener = ln
