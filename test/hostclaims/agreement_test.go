@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -251,7 +252,8 @@ func awaitSettled(t *testing.T, cache client.Reader, namespaces []string) {
 	}, waitFor, tick, "the reconciler did not settle")
 }
 
-// versions are objs' names and resource versions.
+// versions are objs' names and resource versions, sorted (a cache lists
+// in no order).
 func versions[T any, P interface {
 	*T
 	client.Object
@@ -261,5 +263,6 @@ func versions[T any, P interface {
 		o := P(&objs[i])
 		out = append(out, o.GetName()+"@"+o.GetResourceVersion())
 	}
+	slices.Sort(out)
 	return out
 }
