@@ -24,7 +24,9 @@ func manyRecords(n int) Records {
 // BenchmarkResolveRecords is Resolve of a gateway with 20 routes on 10
 // hosts (3 of them recorded, by its namespace and by others) among n
 // records, and Unrecorded after it: what one reconcile decides from the
-// records.
+// records, reading every record per lookup (scan) or the Indexed ones;
+// index is what indexing them costs (routeindex.Records, once per
+// reconcile or admission request).
 func BenchmarkResolveRecords(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		records := manyRecords(n)
@@ -35,9 +37,21 @@ func BenchmarkResolveRecords(b *testing.B) {
 		}
 		g := claimed(gw("ns1", "shop", routes...), 1)
 		in := Input{Gateway: g, Claims: g.Status.Claims, Policy: Strict, Records: records}
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("records=%d/scan", n), func(b *testing.B) {
 			for b.Loop() {
 				Unrecorded(in, Resolve(in))
+			}
+		})
+		indexed := in
+		indexed.Records = records.Indexed()
+		b.Run(fmt.Sprintf("records=%d/indexed", n), func(b *testing.B) {
+			for b.Loop() {
+				Unrecorded(indexed, Resolve(indexed))
+			}
+		})
+		b.Run(fmt.Sprintf("records=%d/index", n), func(b *testing.B) {
+			for b.Loop() {
+				records.Indexed()
 			}
 		})
 	}
