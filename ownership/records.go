@@ -50,31 +50,44 @@ func newHostIndex(n int, host func(int) string) *hostIndex {
 	x := &hostIndex{on: make(map[string][]int, n), below: map[string][]int{}, n: n}
 	for i := range n {
 		h := host(i)
-		if !indexable(h) {
+		if !Indexable(h) {
 			x.short = append(x.short, i)
 			continue
 		}
 		x.on[h] = append(x.on[h], i)
-		for rest := h; ; {
-			_, domain, _ := strings.Cut(rest, ".")
-			if !strings.Contains(domain, ".") {
-				break
-			}
-			x.below[domain] = append(x.below[domain], i)
-			rest = domain
+		for _, d := range Domains(h) {
+			x.below[d] = append(x.below[d], i)
 		}
 	}
 	return x
 }
 
-// indexable reports whether Ancestors(host) holds every host of two
-// labels or more that covers host: its domain has two labels at least.
-func indexable(host string) bool { return strings.Contains(strings.TrimPrefix(host, "*."), ".") }
+// Domains are the domains of two labels or more that host lies below
+// (validation.Covers: a host on one of them covers host, and so does its
+// wildcard), nearest first: those of Ancestors(host) that are neither
+// host nor a wildcard.
+func Domains(host string) []string {
+	var out []string
+	for rest := host; ; {
+		_, domain, _ := strings.Cut(rest, ".")
+		if !strings.Contains(domain, ".") {
+			return out
+		}
+		out = append(out, domain)
+		rest = domain
+	}
+}
+
+// Indexable reports whether Ancestors(host) holds every host that covers
+// host, and host is among the Ancestors of every host it covers: its
+// domain (host without "*.") has two labels at least. An index by
+// Ancestors and Domains finds every host overlapping an indexable one.
+func Indexable(host string) bool { return strings.Contains(strings.TrimPrefix(host, "*."), ".") }
 
 // overlapping are the positions, ascending, of the records of n whose host
 // may overlap host: a superset, which the caller filters.
 func (x *hostIndex) overlapping(host string, n int) []int {
-	if x == nil || !indexable(host) {
+	if x == nil || !Indexable(host) {
 		return positions(0, n)
 	}
 	out := slices.Clone(x.below[strings.TrimPrefix(host, "*.")])

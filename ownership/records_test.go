@@ -194,6 +194,15 @@ func TestAncestors(t *testing.T) {
 	assert.Equal(t, []string{"example.com"}, Ancestors("example.com"))
 }
 
+func TestDomains(t *testing.T) {
+	assert.Equal(t, []string{"shop.example.com", "example.com"}, Domains("login.shop.example.com"))
+	assert.Equal(t, []string{"shop.example.com", "example.com"}, Domains("*.shop.example.com"))
+	assert.Empty(t, Domains("example.com"))
+	assert.True(t, Indexable("example.com"))
+	assert.False(t, Indexable("localhost"))
+	assert.False(t, Indexable("*.com"))
+}
+
 // TestIndexedRecordsFindWhatAScanFinds: on random records and hosts (single
 // labels, wildcards, names several labels below others, records appended
 // after indexing), every lookup of Indexed records answers what reading
