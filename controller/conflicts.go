@@ -145,8 +145,8 @@ func (r *Reconciler) decide(ctx context.Context, gw *v1.APIGateway, routes []*ga
 	lostAt := make(map[int]bool, len(losses))
 	for _, l := range losses {
 		lostAt[l.Index] = true
-		markLost(claims, &l.Route)
 	}
+	ownership.MarkLost(claims, losses)
 	keepAll := claims.RoutingSince == nil && validation.ExposedByHTTPRoute(&gw.Spec)
 	for i, route := range gw.Spec.Routes {
 		if !lostAt[i] || keepAll {
@@ -277,16 +277,6 @@ func parentAccepted(p *gatewayv1.RouteParentStatus) metav1.ConditionStatus {
 		}
 	}
 	return metav1.ConditionUnknown
-}
-
-// markLost flags route's claim as lost.
-func markLost(claims *v1.Claims, route *v1.Route) {
-	match, ok := validation.RouteMatch(route)
-	for i := range claims.Routes {
-		if ok && claims.Routes[i].Route == match {
-			claims.Routes[i].Lost = true
-		}
-	}
 }
 
 // servedGateway is gw with only the routes it serves, kept, and only the

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/api/v1/validation"
 	"example.com/apigateway-operator/routeindex"
 )
 
@@ -43,9 +42,22 @@ type hostClaimReconciler struct {
 	now     func() time.Time
 }
 
+// hostClaimNamespace is the cache's index of HostClaims by the namespace
+// that owns the host.
+const hostClaimNamespace = "spec.namespace"
+
 // setupHostClaims registers the HostClaim controller with mgr.
 func setupHostClaims(mgr ctrl.Manager, release time.Duration) error {
 	r := &hostClaimReconciler{client: mgr.GetClient(), release: release, now: time.Now}
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.HostClaim{}, hostClaimNamespace, func(obj client.Object) []string {
+		if rec, ok := obj.(*v1.HostClaim); ok {
+			return []string{rec.Spec.Namespace}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("indexing HostClaims by namespace: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(HostClaimControllerName).
 		For(&v1.HostClaim{}).
@@ -108,29 +120,28 @@ func (r *hostClaimReconciler) routed(ctx context.Context, rec *v1.HostClaim) (bo
 	return records.Routes(rec, gws), nil
 }
 
-// claimsOfNamespace maps a gateway to the records of its namespace: few,
-// and a gateway that dropped a route no longer names its host.
+// claimsOfNamespace maps a gateway to the records of its namespace (the
+// hostClaimNamespace index: few, whatever the number of records), since a
+// gateway that dropped a route no longer names its host.
 func (r *hostClaimReconciler) claimsOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	var claims v1.HostClaimList
-	if err := r.client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &claims, client.MatchingFields{hostClaimNamespace: obj.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "listing HostClaims")
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(claims.Items))
 	for _, c := range claims.Items {
-		if c.Spec.Namespace == obj.GetNamespace() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
-		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
 	}
 	return out
 }
 
 // gatewaysOverlapping maps a HostClaim or a DomainBinding to the gateways,
 // of any namespace, with a route on a host that overlaps its host or
-// domain: a record that appears or goes, or a binding that changes, may
+// domain (routeindex's Overlapping: a few map reads, not a scan of every
+// gateway): a record that appears or goes, or a binding that changes, may
 // change who owns their hosts (a gateway waiting on a released host takes
-// it over). Records and bindings change rarely, so a scan of the cached
-// gateways is fine.
+// it over).
 func (r *Reconciler) gatewaysOverlapping(ctx context.Context, obj client.Object) []reconcile.Request {
 	var host string
 	switch o := obj.(type) {
@@ -141,20 +152,14 @@ func (r *Reconciler) gatewaysOverlapping(ctx context.Context, obj client.Object)
 	default:
 		return nil
 	}
-	var gateways v1.APIGatewayList
-	if err := r.clients.cached.List(ctx, &gateways, client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "listing APIGateways")
+	gateways, err := r.gateways.Overlapping(host)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "finding the APIGateways on a host", "host", host)
 		return nil
 	}
-	var out []reconcile.Request
-	for i := range gateways.Items {
-		gw := &gateways.Items[i]
-		for _, route := range gw.Spec.Routes {
-			if validation.Overlap(host, string(route.Host)) {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
-				break
-			}
-		}
+	out := make([]reconcile.Request, 0, len(gateways))
+	for _, gw := range gateways {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(gw)})
 	}
 	return out
 }

@@ -172,7 +172,7 @@ func resolveAll(gws []*v1.APIGateway, opts RouteOptions) [][]ownership.Loss {
 			for _, i := range group {
 				losses[i] = ownership.Resolve(ownership.Input{Gateway: gws[i], Claims: gws[i].Status.Claims, Others: members,
 					Classes: opts.Classes, Policy: policy})
-				changed = markLost(gws[i].Status.Claims, losses[i]) || changed
+				changed = ownership.MarkLost(gws[i].Status.Claims, losses[i]) || changed
 			}
 			if !changed {
 				break
@@ -221,25 +221,6 @@ func competingGroups(gws []*v1.APIGateway) [][]int {
 		out[k] = byRoot[r]
 	}
 	return out
-}
-
-// markLost sets the lost flag of each claim to whether losses name its
-// route, and reports whether any flag changed.
-func markLost(claims *v1.Claims, losses []ownership.Loss) bool {
-	lost := map[string]bool{}
-	for _, l := range losses {
-		if m, ok := validation.RouteMatch(&l.Route); ok {
-			lost[m] = true
-		}
-	}
-	changed := false
-	for i := range claims.Routes {
-		c := &claims.Routes[i]
-		if c.Lost != lost[c.Route] {
-			c.Lost, changed = lost[c.Route], true
-		}
-	}
-	return changed
 }
 
 // routeRow is gw's route j as served by gw.

@@ -14,7 +14,9 @@ import (
 // and new ones for the rest, stamped now, or just after floor when floor
 // is later (see Floor). routing says which of scopes route now: only those
 // are claimed, and routingSince is kept while some scope routed before and
-// still does. Lost flags are Resolve's to set; Stamp clears them.
+// still does. A route keeps its Lost flag: Resolve decides a lost route of
+// the gateway as a claim made now (its old time gave it nothing), and
+// MarkLost sets the flags to Resolve's verdicts.
 func Stamp(gw *v1.APIGateway, old *v1.Claims, scopes []Scope, routing func(Scope) bool, now, floor time.Time) *v1.Claims {
 	stamp := metav1.NewMicroTime(now)
 	if !floor.Before(now) {
@@ -31,11 +33,11 @@ func Stamp(gw *v1.APIGateway, old *v1.Claims, scopes []Scope, routing func(Scope
 			continue
 		}
 		seen[match] = true
-		since := stamp
+		claim := v1.RouteClaim{Route: match, Since: stamp}
 		if prev := findRoute(old, match); prev != nil {
-			since = prev.Since
+			claim.Since, claim.Lost = prev.Since, prev.Lost
 		}
-		c.Routes = append(c.Routes, v1.RouteClaim{Route: match, Since: since})
+		c.Routes = append(c.Routes, claim)
 	}
 	for _, s := range scopes {
 		if !routing(s) {
@@ -54,6 +56,28 @@ func Stamp(gw *v1.APIGateway, old *v1.Claims, scopes []Scope, routing func(Scope
 		}
 	}
 	return c
+}
+
+// MarkLost sets the Lost flag of each of claims' routes to whether losses
+// name it, and reports whether any flag changed. A route regained keeps
+// its Since: nothing held it when it was decided as a claim made now.
+func MarkLost(claims *v1.Claims, losses []Loss) bool {
+	if claims == nil {
+		return false
+	}
+	lost := make(map[string]bool, len(losses))
+	for _, l := range losses {
+		if m, ok := validation.RouteMatch(&l.Route); ok {
+			lost[m] = true
+		}
+	}
+	changed := false
+	for i := range claims.Routes {
+		if c := &claims.Routes[i]; c.Lost != lost[c.Route] {
+			c.Lost, changed = lost[c.Route], true
+		}
+	}
+	return changed
 }
 
 // claimable returns r's match, and whether r may claim anything: a route

@@ -14,9 +14,98 @@ import (
 // namespaces may claim a domain's names at all). Claim times still decide
 // the route conflicts between gateways, and the owner of a host no record
 // covers yet (before the reconciler's first pass over it).
+//
+// A lookup reads only the records that may overlap its host when Records
+// is Indexed (routeindex.Records' are): O(labels of the host), not
+// O(records). Records may be appended to after Indexed (the reconciler
+// adds the ones it creates); the hosts of indexed ones must not change.
 type Records struct {
 	Claims   []v1.HostClaim
 	Bindings []v1.DomainBinding
+
+	claimsBy, bindingsBy *hostIndex // nil: not indexed, every record is read
+}
+
+// Indexed returns r with its records indexed by host.
+func (r Records) Indexed() Records {
+	r.claimsBy = newHostIndex(len(r.Claims), func(i int) string { return string(r.Claims[i].Spec.Host) })
+	r.bindingsBy = newHostIndex(len(r.Bindings), func(i int) string { return string(r.Bindings[i].Spec.Domain) })
+	return r
+}
+
+// hostIndex finds the records whose host may overlap a host
+// (validation.Overlap): those on one of its Ancestors (they cover it), and
+// those below its domain (it covers them: their host ends with "." and
+// the host without "*."). A host whose Ancestors stop short of what covers
+// it (one label after "*.", as "localhost") is not indexed: such a record
+// is read for every host, and a lookup of such a host reads every record.
+type hostIndex struct {
+	on    map[string][]int // positions of the records by host
+	below map[string][]int // positions of the records by each domain their host lies below
+	short []int            // positions of the records not indexed
+	n     int              // records indexed; later ones are read for every host
+}
+
+func newHostIndex(n int, host func(int) string) *hostIndex {
+	x := &hostIndex{on: make(map[string][]int, n), below: map[string][]int{}, n: n}
+	for i := range n {
+		h := host(i)
+		if !Indexable(h) {
+			x.short = append(x.short, i)
+			continue
+		}
+		x.on[h] = append(x.on[h], i)
+		for _, d := range Domains(h) {
+			x.below[d] = append(x.below[d], i)
+		}
+	}
+	return x
+}
+
+// Domains are the domains of two labels or more that host lies below
+// (validation.Covers: a host on one of them covers host, and so does its
+// wildcard), nearest first: those of Ancestors(host) that are neither
+// host nor a wildcard.
+func Domains(host string) []string {
+	var out []string
+	for rest := host; ; {
+		_, domain, _ := strings.Cut(rest, ".")
+		if !strings.Contains(domain, ".") {
+			return out
+		}
+		out = append(out, domain)
+		rest = domain
+	}
+}
+
+// Indexable reports whether Ancestors(host) holds every host that covers
+// host, and host is among the Ancestors of every host it covers: its
+// domain (host without "*.") has two labels at least. An index by
+// Ancestors and Domains finds every host overlapping an indexable one.
+func Indexable(host string) bool { return strings.Contains(strings.TrimPrefix(host, "*."), ".") }
+
+// overlapping are the positions, ascending, of the records of n whose host
+// may overlap host: a superset, which the caller filters.
+func (x *hostIndex) overlapping(host string, n int) []int {
+	if x == nil || !Indexable(host) {
+		return positions(0, n)
+	}
+	out := slices.Clone(x.below[strings.TrimPrefix(host, "*.")])
+	for _, a := range Ancestors(host) {
+		out = append(out, x.on[a]...)
+	}
+	out = append(append(out, x.short...), positions(x.n, n)...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// positions are from, ..., to-1.
+func positions(from, to int) []int {
+	out := make([]int, 0, max(to-from, 0))
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
 }
 
 // BoundOut returns the domain of a DomainBinding that keeps namespace from
@@ -28,7 +117,7 @@ type Records struct {
 // (manifests/policy/hosts.yaml) decides by the same rule, one binding at a
 // time.
 func (r Records) BoundOut(host, namespace string) (string, bool) {
-	for i := range r.Bindings {
+	for _, i := range r.bindingsBy.overlapping(host, len(r.Bindings)) {
 		b := &r.Bindings[i]
 		d := string(b.Spec.Domain)
 		covered := validation.Covers(d, host) || (validation.IsWildcard(host) && validation.Covers(host, d))
@@ -50,7 +139,7 @@ func (r Records) BoundOut(host, namespace string) (string, bool) {
 // binding comes first.
 func (r Records) Owner(host, namespace string) (string, bool) {
 	var first *v1.HostClaim
-	for i := range r.Claims {
+	for _, i := range r.claimsBy.overlapping(host, len(r.Claims)) {
 		c := &r.Claims[i]
 		if !validation.Overlap(string(c.Spec.Host), host) {
 			continue
@@ -79,7 +168,7 @@ func older(a, b *v1.HostClaim) bool {
 
 // covering is namespace's record covering host, nil when it has none.
 func (r Records) covering(host, namespace string) *v1.HostClaimSpec {
-	for i := range r.Claims {
+	for _, i := range r.claimsBy.overlapping(host, len(r.Claims)) {
 		c := &r.Claims[i].Spec
 		if c.Namespace == namespace && validation.Covers(string(c.Host), host) {
 			return c
@@ -90,7 +179,9 @@ func (r Records) covering(host, namespace string) *v1.HostClaimSpec {
 
 // recorded reports whether any record decides host: one overlaps it.
 func (r Records) recorded(host string) bool {
-	return slices.ContainsFunc(r.Claims, func(c v1.HostClaim) bool { return validation.Overlap(string(c.Spec.Host), host) })
+	return slices.ContainsFunc(r.claimsBy.overlapping(host, len(r.Claims)), func(i int) bool {
+		return validation.Overlap(string(r.Claims[i].Spec.Host), host)
+	})
 }
 
 // Unrecorded are the hosts the reconciler records for in.Gateway's

@@ -2,10 +2,12 @@ package ownership
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -137,9 +139,11 @@ func TestResolveRecords(t *testing.T) {
 			if policy == "" {
 				policy = Strict
 			}
-			losses := Resolve(Input{Gateway: tc.gw, Claims: tc.gw.Status.Claims, Others: tc.others, Policy: policy,
-				Admission: tc.admission, Records: tc.records})
-			assert.Equal(t, tc.want, describe(losses))
+			for _, records := range []Records{tc.records, tc.records.Indexed()} {
+				losses := Resolve(Input{Gateway: tc.gw, Claims: tc.gw.Status.Claims, Others: tc.others, Policy: policy,
+					Admission: tc.admission, Records: records})
+				assert.Equal(t, tc.want, describe(losses))
+			}
 		})
 	}
 }
@@ -188,4 +192,50 @@ func TestAncestors(t *testing.T) {
 		Ancestors("login.shop.example.com"))
 	assert.Equal(t, []string{"*.shop.example.com", "shop.example.com", "example.com", "*.example.com"}, Ancestors("*.shop.example.com"))
 	assert.Equal(t, []string{"example.com"}, Ancestors("example.com"))
+}
+
+func TestDomains(t *testing.T) {
+	assert.Equal(t, []string{"shop.example.com", "example.com"}, Domains("login.shop.example.com"))
+	assert.Equal(t, []string{"shop.example.com", "example.com"}, Domains("*.shop.example.com"))
+	assert.Empty(t, Domains("example.com"))
+	assert.True(t, Indexable("example.com"))
+	assert.False(t, Indexable("localhost"))
+	assert.False(t, Indexable("*.com"))
+}
+
+// TestIndexedRecordsFindWhatAScanFinds: on random records and hosts (single
+// labels, wildcards, names several labels below others, records appended
+// after indexing), every lookup of Indexed records answers what reading
+// every record answers.
+func TestIndexedRecordsFindWhatAScanFinds(t *testing.T) {
+	names := []string{"localhost", "com", "example.com", "*.example.com", "shop.example.com", "*.shop.example.com",
+		"login.shop.example.com", "a.b.shop.example.com", "*.b.shop.example.com", "other.example.org", "*.example.org"}
+	namespaces := []string{"a", "b", "c"}
+	rng := rand.New(rand.NewPCG(1, 40))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	for range 300 {
+		var r Records
+		for i := range rng.IntN(8) {
+			r.Claims = append(r.Claims, recordAt(pick(names), pick(namespaces), rng.IntN(3)+i%2))
+		}
+		for range rng.IntN(4) {
+			r.Bindings = append(r.Bindings, binding(pick(names), pick(namespaces)))
+		}
+		x := r.Indexed()
+		for range rng.IntN(3) {
+			rec := recordAt(pick(names), pick(namespaces), rng.IntN(3))
+			r.Claims, x.Claims = append(r.Claims, rec), append(x.Claims, rec)
+		}
+		for _, host := range names {
+			for _, ns := range namespaces {
+				d, out := r.BoundOut(host, ns)
+				xd, xout := x.BoundOut(host, ns)
+				o, owned := r.Owner(host, ns)
+				xo, xowned := x.Owner(host, ns)
+				require.Equal(t, []any{d, out, o, owned, r.covering(host, ns)}, []any{xd, xout, xo, xowned, x.covering(host, ns)},
+					"host %s, namespace %s, records %+v", host, ns, r)
+			}
+			require.Equal(t, r.recorded(host), x.recorded(host), "host %s, records %+v", host, r)
+		}
+	}
 }

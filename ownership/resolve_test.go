@@ -271,6 +271,25 @@ func TestResolve(t *testing.T) {
 			admission: true,
 			want:      []string{"0 RouteConflict a/stored"},
 		},
+		// Seed 4 of TestAdmissionAgreesWithTheReconciler, reduced: a/y
+		// stored the route during an outage and lost it to a/x; a/x is
+		// re-created. Admission read a/y's route as holding nothing and
+		// let a/x in; a/y's next pass must not take the route back with
+		// its old time.
+		"a route the gateway lost competes as a new one": {
+			gw:     lostAll(claimed(gw("a", "y", users), 2)),
+			others: []*v1.APIGateway{claimed(gw("a", "x", users), 3)},
+			want:   []string{"0 RouteConflict a/x"},
+		},
+		"a route the gateway lost is regained when no one holds it": {
+			gw:     lostAll(claimed(gw("a", "y", users), 2)),
+			others: []*v1.APIGateway{lostAll(claimed(gw("a", "x", users), 1))},
+		},
+		"reconciler: a lost route waits for an unclaimed one's pass": {
+			gw:     lostAll(claimed(gw("a", "y", users), 2)),
+			others: []*v1.APIGateway{gw("a", "unreconciled", users)},
+			want:   []string{"0 RouteConflict a/unreconciled"},
+		},
 		"reconciler: an unclaimed route of another gateway waits for its pass": {
 			gw:     claimed(gw("b", "x", users), 5),
 			others: []*v1.APIGateway{gw("a", "unreconciled", users)},
@@ -361,6 +380,13 @@ func TestStamp(t *testing.T) {
 	assert.Equal(t, []v1.ScopeClaim{{Scope: `"internal"`, Since: metav1.NewMicroTime(later.Add(2 * time.Hour))}}, switched.Scopes,
 		"a new class is a new scope claim")
 	assert.Equal(t, t0, switched.RoutingSince.Time, "still routing somewhere: the hosts stay claimed")
+
+	switched.Routes[1].Lost = true
+	kept := Stamp(moved, switched, Scopes(moved, Classes{}), all, later.Add(3*time.Hour), time.Time{})
+	assert.Equal(t, switched.Routes, kept.Routes, "a lost route stays lost, with its time, until MarkLost")
+	assert.True(t, MarkLost(kept, nil))
+	assert.False(t, kept.Routes[1].Lost, "regained")
+	assert.False(t, MarkLost(kept, nil), "nothing changed")
 }
 
 func TestScopes(t *testing.T) {

@@ -62,7 +62,8 @@ func (v *view) routing() when {
 }
 
 // routeClaim is when the gateway claimed the route match; never when it
-// has no such route or lost it.
+// has no such route or lost it, and for the gateway decided, a claim not
+// made yet when it lost it.
 func (v *view) routeClaim(match string) when {
 	if _, ok := v.byMatch[match]; !ok {
 		if v.self {
@@ -71,10 +72,17 @@ func (v *view) routeClaim(match string) when {
 		return when{rank: never}
 	}
 	if c := v.claimed[match]; c != nil {
-		if c.Lost && !v.self {
-			return when{rank: never}
+		switch {
+		case !c.Lost:
+			return at(c.Since)
+		case v.self:
+			// A lost route competes as a new one, in the reconciler and
+			// at admission alike: others read it as holding nothing, so
+			// a gateway admitted onto it while it was lost must not lose
+			// it to the old time on the loser's next pass.
+			return v.unclaimed()
 		}
-		return at(c.Since)
+		return when{rank: never}
 	}
 	if v.self || v.stale {
 		return v.unclaimed()

@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -32,10 +34,20 @@ const Name = "apigateway.example.com/route-key"
 // one namespace on a host, or on a family, are one map read away.
 const HostName = "apigateway.example.com/host"
 
+// OverlapName is the index on the APIGateway informer that holds, for
+// each distinct host of a gateway, the host and the domains it lies below
+// (ownership.Domains), or shortValue for a host ownership does not index
+// (ownership.Indexable): the gateways with a host overlapping a record's
+// are a few map reads away.
+const OverlapName = "apigateway.example.com/overlap"
+
 // Finder finds the APIGateways that hold a route or a host: an
 // ownership.Index. They are shared with the cache: read only.
 type Finder interface {
 	ownership.Index
+	// Overlapping returns the gateways, of any namespace, with a route on
+	// a host that overlaps host (validation.Overlap).
+	Overlapping(host string) ([]*v1.APIGateway, error)
 }
 
 // IndexFunc is the toolscache.IndexFunc of Name: the object's distinct
@@ -54,8 +66,42 @@ func IndexFunc(obj any) ([]string, error) {
 // Indexers are Name and HostName with their functions, for a test's
 // toolscache.NewIndexer under NewFinder.
 func Indexers() toolscache.Indexers {
-	return toolscache.Indexers{Name: IndexFunc, HostName: HostIndexFunc}
+	return toolscache.Indexers{Name: IndexFunc, HostName: HostIndexFunc, OverlapName: OverlapIndexFunc}
 }
+
+// OverlapIndexFunc is the toolscache.IndexFunc of OverlapName.
+func OverlapIndexFunc(obj any) ([]string, error) {
+	gw, ok := obj.(*v1.APIGateway)
+	if !ok {
+		return nil, nil
+	}
+	seen := make(map[string]bool, 3*len(gw.Spec.Routes))
+	var out []string
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, r := range gw.Spec.Routes {
+		host := string(r.Host)
+		if !ownership.Indexable(host) {
+			add(shortValue)
+			continue
+		}
+		add(hostValue(host))
+		for _, d := range ownership.Domains(host) {
+			add(belowValue(d))
+		}
+	}
+	return out, nil
+}
+
+// belowValue is OverlapName's value of a domain a host lies below;
+// shortValue that of a host ownership does not index.
+func belowValue(domain string) string { return "b" + domain }
+
+const shortValue = "s"
 
 // HostIndexFunc is the toolscache.IndexFunc of HostName: for each distinct
 // host of the gateway, hostValue and familyValue with its namespace.
@@ -174,6 +220,49 @@ func (f indexFinder) HostNamespaces(host string) []string { return f.namespaces(
 // FamilyNamespaces implements Finder.
 func (f indexFinder) FamilyNamespaces(family string) []string {
 	return f.namespaces(familyValue(family))
+}
+
+// Overlapping implements Finder: the gateways on host's Ancestors (their
+// hosts cover it), those below its domain (it covers theirs) and those
+// on a host ownership does not index, filtered; for such a host itself,
+// every gateway, filtered.
+func (f indexFinder) Overlapping(host string) ([]*v1.APIGateway, error) {
+	var candidates []any
+	if ownership.Indexable(host) {
+		for _, v := range append(ancestorValues(host), belowValue(strings.TrimPrefix(host, "*.")), shortValue) {
+			objs, err := f.indexer.ByIndex(OverlapName, v)
+			if err != nil {
+				return nil, err
+			}
+			candidates = append(candidates, objs...)
+		}
+	} else {
+		candidates = f.indexer.List()
+	}
+	seen := make(map[*v1.APIGateway]bool, len(candidates))
+	var out []*v1.APIGateway
+	for _, o := range candidates {
+		gw, ok := o.(*v1.APIGateway)
+		if !ok || seen[gw] {
+			continue
+		}
+		seen[gw] = true
+		if slices.ContainsFunc(gw.Spec.Routes, func(r v1.Route) bool { return validation.Overlap(host, string(r.Host)) }) {
+			out = append(out, gw)
+		}
+	}
+	return out, nil
+}
+
+// ancestorValues are the OverlapName values of the hosts that cover host
+// (ownership.Ancestors).
+func ancestorValues(host string) []string {
+	ancestors := ownership.Ancestors(host)
+	out := make([]string, len(ancestors))
+	for i, a := range ancestors {
+		out[i] = hostValue(a)
+	}
+	return out
 }
 
 // OnHost implements Finder.

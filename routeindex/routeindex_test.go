@@ -3,6 +3,7 @@ package routeindex
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +107,40 @@ func TestIndexFuncSkipsObjectsBeyondTheSchemaLimits(t *testing.T) {
 	keys, err = IndexFunc(gw)
 	require.NoError(t, err)
 	assert.Empty(t, keys, "a parent name longer than the schema allows")
+}
+
+// TestOverlappingFindsWhatAScanFinds: for every host, Overlapping finds
+// the gateways a scan of all of them finds (validation.Overlap), among
+// gateways on single labels, wildcards, and names several labels below
+// others.
+func TestOverlappingFindsWhatAScanFinds(t *testing.T) {
+	hosts := []string{"localhost", "com", "example.com", "*.example.com", "shop.example.com", "*.shop.example.com",
+		"login.shop.example.com", "a.b.shop.example.com", "*.b.shop.example.com", "other.example.org", "*.example.org"}
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, Indexers())
+	var all []*v1.APIGateway
+	for i, h := range hosts {
+		gw := &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("g%d", i)},
+			Spec: v1.APIGatewaySpec{Routes: []v1.Route{{Host: v1.Hostname(h), Path: "/", PathType: v1.PathTypePrefix}}}}
+		if i%3 == 0 { // a second host
+			gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: v1.Hostname(hosts[(i+5)%len(hosts)]), Path: "/", PathType: v1.PathTypePrefix})
+		}
+		require.NoError(t, indexer.Add(gw))
+		all = append(all, gw)
+	}
+	finder := NewFinder(indexer)
+	for _, h := range hosts {
+		var want []string
+		for _, gw := range all {
+			if slices.ContainsFunc(gw.Spec.Routes, func(r v1.Route) bool { return validation.Overlap(h, string(r.Host)) }) {
+				want = append(want, gw.Name)
+			}
+		}
+		gws, err := finder.Overlapping(h)
+		require.NoError(t, err)
+		var got []string
+		for _, gw := range gws {
+			got = append(got, gw.Name)
+		}
+		assert.ElementsMatch(t, want, got, "host %s", h)
+	}
 }

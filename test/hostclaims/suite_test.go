@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/controller"
@@ -48,6 +49,14 @@ const (
 // the test's end.
 func startOperator(t *testing.T, release time.Duration) *testenv.Running {
 	t.Helper()
+	op, _ := runOperator(t, release)
+	return op
+}
+
+// runOperator is startOperator, and returns the manager too: its cache is
+// what the webhooks and the reconciler decide from.
+func runOperator(t *testing.T, release time.Duration) (*testenv.Running, manager.Manager) {
+	t.Helper()
 	mgr := operatortest.NewManager(t, env, operatortest.Options{
 		Webhooks: &webhooks.Options{},
 		Controller: &controller.Options{DefaultImage: "nginx:1.29", ReloaderImage: "apigateway-operator:test",
@@ -55,7 +64,7 @@ func startOperator(t *testing.T, release time.Duration) *testenv.Running {
 	})
 	op := testenv.RunManager(t, mgr, waitFor)
 	testenv.AwaitStarted(t, mgr, true, waitFor)
-	return op
+	return op, mgr
 }
 
 // outage stops op, runs write (the API server admits it unchecked: the
