@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,9 +99,17 @@ func TestGatewayNetworkPolicyIsApplied(t *testing.T) {
 	assertControlledBy(t, policy, current)
 	assert.Equal(t, statusPortRules("apigateway-system"), policy.Spec.Ingress)
 
-	// A hand edit that opens the status port to everyone is undone.
-	policy.Spec.Ingress[1].From = nil
-	require.NoError(t, env.Client.Update(ctx, policy))
+	// A hand edit that opens the status port to everyone is undone. The
+	// operator's next passes may still be writing the policy (its first
+	// write creates it, the next applies it): the edit is retried on a
+	// conflict, as kubectl edit would be.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, key, policy); err != nil {
+			return err
+		}
+		policy.Spec.Ingress[1].From = nil
+		return env.Client.Update(ctx, policy)
+	}))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := &networkingv1.NetworkPolicy{}
 		require.NoError(c, env.Client.Get(ctx, key, got))
