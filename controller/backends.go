@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -65,13 +66,25 @@ func (s *backendServices) addresses(ctx context.Context) render.ServiceAddresses
 	if s == nil {
 		return nil
 	}
-	return func(namespace, name string) (netip.Addr, bool) {
+	return func(namespace, name string, port int32) (netip.Addr, bool) {
 		svc := &corev1.Service{}
-		if err := s.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+		if err := s.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil || !servesPort(svc, port) {
 			return netip.Addr{}, false
 		}
 		return clusterIP(svc)
 	}
+}
+
+// servesPort reports whether svc has port for TCP: a ClusterIP refuses
+// any other port, so a backend on one keeps its name, and fails as it
+// did before pools, or reaches whatever the name resolves to.
+func servesPort(svc *corev1.Service, port int32) bool {
+	for _, p := range svc.Spec.Ports {
+		if p.Port == port && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterIP is the address a gateway pools connections to for svc: its
@@ -90,7 +103,7 @@ func clusterIP(svc *corev1.Service) (netip.Addr, bool) {
 }
 
 // slimBackendService is the cache's transform: what the informer keys and
-// tracks a Service by, its type and its ClusterIP. It is idempotent, as
+// tracks a Service by, its type, its ClusterIP and its ports. It is idempotent, as
 // client-go requires.
 func slimBackendService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
@@ -99,8 +112,17 @@ func slimBackendService(obj any) (any, error) {
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, UID: svc.UID, ResourceVersion: svc.ResourceVersion},
-		Spec:       corev1.ServiceSpec{Type: svc.Spec.Type, ClusterIP: svc.Spec.ClusterIP},
+		Spec:       corev1.ServiceSpec{Type: svc.Spec.Type, ClusterIP: svc.Spec.ClusterIP, Ports: slimPorts(svc.Spec.Ports)},
 	}, nil
+}
+
+// slimPorts are ports with only their number and protocol.
+func slimPorts(ports []corev1.ServicePort) []corev1.ServicePort {
+	slim := make([]corev1.ServicePort, 0, len(ports))
+	for _, p := range ports {
+		slim = append(slim, corev1.ServicePort{Port: p.Port, Protocol: p.Protocol})
+	}
+	return slim
 }
 
 // watch is the reconciler's source of Service changes: a Service that
@@ -115,7 +137,7 @@ func (s *backendServices) watch(gateways client.Reader) source.Source {
 			UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Service]) bool {
 				oldIP, oldOK := clusterIP(e.ObjectOld)
 				newIP, newOK := clusterIP(e.ObjectNew)
-				return oldIP != newIP || oldOK != newOK
+				return oldIP != newIP || oldOK != newOK || !equality.Semantic.DeepEqual(e.ObjectOld.Spec.Ports, e.ObjectNew.Spec.Ports)
 			},
 		})
 }

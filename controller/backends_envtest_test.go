@@ -44,12 +44,19 @@ func TestBackendServicesArePooled(t *testing.T) {
 	config := configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "no Service yet: by name")
 	assert.NotContains(t, config, "upstream ")
 
+	// A Service without the route's port: its ClusterIP would refuse the
+	// connection, so the backend keeps its name until the port is added.
 	api := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
 	require.NoError(t, env.Client.Create(ctx, api))
 	require.NotEmpty(t, api.Spec.ClusterIP, "the API server allocates a ClusterIP")
+	touch(t, gw)
+	config = configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "no such port: by name")
+	assert.NotContains(t, config, "upstream ")
+	api.Spec.Ports = append(api.Spec.Ports, corev1.ServicePort{Name: "api", Port: 8080})
+	require.NoError(t, env.Client.Update(ctx, api))
 	server := "server " + net.JoinHostPort(api.Spec.ClusterIP, "8080") + ";"
 	config = configWith(t, func(c string) bool { return strings.Contains(c, server) }, "the Service's ClusterIP pooled")
 	assert.NotContains(t, config, byName("api", 8080))

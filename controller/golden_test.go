@@ -98,7 +98,7 @@ func TestRenderConfigGolden(t *testing.T) {
 	// Services exist: each with a ClusterIP, pooled (render.ServiceAddresses),
 	// but "web-green", resolved by name as if it did not exist yet.
 	t.Run("pooled", func(t *testing.T) {
-		config, err := render.Config(rendertest.Traffic(), render.Options{ServiceAddresses: func(_, name string) (netip.Addr, bool) {
+		config, err := render.Config(rendertest.Traffic(), render.Options{ServiceAddresses: func(_, name string, _ int32) (netip.Addr, bool) {
 			return netip.AddrFrom4([4]byte{10, 96, byte(len(name)), name[0]}), name != "web-green"
 		}})
 		require.NoError(t, err)

@@ -44,10 +44,12 @@ const (
 	upstreamLifetime = "60s"
 )
 
-// ServiceAddresses gives the ClusterIP of the Service name in namespace,
-// and false for a Service the gateway cannot pool to: one that does not
-// exist, or has no ClusterIP (headless, ExternalName).
-type ServiceAddresses func(namespace, name string) (netip.Addr, bool)
+// ServiceAddresses gives the ClusterIP of the Service name in namespace
+// for its port, and false for a Service the gateway cannot pool to: one
+// that does not exist, has no ClusterIP (headless, ExternalName), or no
+// such port (its ClusterIP would refuse the connection, as the name does
+// in a cluster).
+type ServiceAddresses func(namespace, name string, port int32) (netip.Addr, bool)
 
 // upstreams are the pooled backends of one gateway: upstream name to the
 // server it holds.
@@ -65,7 +67,7 @@ func (u *upstreams) backend(name v1.ServiceName, port int32, byName string) stri
 	if u.lookup == nil || port < 1 || port > 65535 {
 		return byName
 	}
-	addr, ok := u.lookup(u.namespace, string(name))
+	addr, ok := u.lookup(u.namespace, string(name), port)
 	if !ok || !addr.IsValid() || addr.Zone() != "" {
 		return byName
 	}
@@ -105,6 +107,6 @@ func (u *upstreams) write(b *strings.Builder) {
 // longestAddresses gives every Service the longest address there is, so a
 // render with it is at least as long as any the operator makes
 // (ValidateRenderedSize).
-func longestAddresses(string, string) (netip.Addr, bool) {
+func longestAddresses(string, string, int32) (netip.Addr, bool) {
 	return netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), true
 }

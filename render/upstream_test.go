@@ -22,7 +22,7 @@ import (
 
 // addresses is a ServiceAddresses of fixed ClusterIPs in namespace shop.
 func addresses(ips map[string]string) ServiceAddresses {
-	return func(namespace, name string) (netip.Addr, bool) {
+	return func(namespace, name string, _ int32) (netip.Addr, bool) {
 		ip, ok := ips[name]
 		if namespace != "shop" || !ok {
 			return netip.Addr{}, false
