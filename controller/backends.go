@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -137,7 +137,7 @@ func (s *backendServices) watch(gateways client.Reader) source.Source {
 			UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Service]) bool {
 				oldIP, oldOK := clusterIP(e.ObjectOld)
 				newIP, newOK := clusterIP(e.ObjectNew)
-				return oldIP != newIP || oldOK != newOK || !equality.Semantic.DeepEqual(e.ObjectOld.Spec.Ports, e.ObjectNew.Spec.Ports)
+				return oldIP != newIP || oldOK != newOK || !apiequality.Semantic.DeepEqual(e.ObjectOld.Spec.Ports, e.ObjectNew.Spec.Ports)
 			},
 		})
 }
