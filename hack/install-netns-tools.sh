@@ -4,6 +4,7 @@
 # ip (iproute2). Idempotent and silent when they are on PATH; needs root (or
 # sudo) and the Debian archive otherwise. The tests themselves need root.
 set -euo pipefail
+source "$(dirname "$0")/lib/apt.sh"
 
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
@@ -14,10 +15,4 @@ if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	sudo=(sudo)
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_install "${missing[@]}"

@@ -3,22 +3,17 @@
 # operator renders (controller tests). Idempotent and silent when nginx is
 # already on PATH; needs root (or sudo) and the Debian archive otherwise.
 set -euo pipefail
+source "$(dirname "$0")/lib/apt.sh"
 
 if command -v nginx >/dev/null 2>&1; then
 	exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	sudo=(sudo)
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
+apt_update
 # Newer Debian releases dropped nginx-light; nginx is the same binary there.
 for pkg in nginx-light nginx; do
 	if [[ -n $(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"') ]]; then
-		"${sudo[@]}" apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+		apt_install "$pkg"
 		break
 	fi
 done

@@ -5,6 +5,7 @@
 # /usr/lib/cni) that give pods their network. Idempotent and silent when they
 # are present; needs root (or sudo) and the Debian archive otherwise.
 set -euo pipefail
+source "$(dirname "$0")/lib/apt.sh"
 
 missing=()
 command -v runc >/dev/null 2>&1 || missing+=(runc)
@@ -18,10 +19,4 @@ if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	sudo=(sudo)
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_install "${missing[@]}"
