@@ -50,6 +50,7 @@ type options struct {
 
 	metricsAddr   string
 	probeAddr     string
+	pprofAddr     string
 	leaderElect   bool
 	leaderElectNS string
 	// leaseDuration, renewDeadline and retryPeriod time the leader
@@ -93,6 +94,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the HTTPS metrics endpoint, which requires an authenticated and authorized client; \"0\" turns it off.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles (plain HTTP, no authentication: bind it to localhost and reach it with kubectl port-forward). Empty: off.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader among the operator's replicas so only one reconciles; the webhooks are served by every replica.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the namespace the operator runs in).")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long the other replicas wait, after they last saw the leader renew its Lease, before they take it over.")
@@ -331,6 +333,7 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 		},
 		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectNS,
