@@ -95,13 +95,25 @@ func (s *testServer) client(cert *tls.Certificate) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 }
 
-// dial opens a TLS connection to s, its handshake done.
+// dial opens a TLS connection to s, its handshake done. The server's
+// header timeout bounds the handshake too, and some tests set it to a
+// fraction of a second: on a machine loaded enough that a handshake takes
+// longer, the server rightly closes it (what "no handshake" checks), so
+// dial tries again, a bounded number of times.
 func (s *testServer) dial(t *testing.T) *tls.Conn {
 	t.Helper()
-	c, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}})
+	var err error
+	for range 5 {
+		var c *tls.Conn
+		c, err = tls.Dial("tcp", s.addr, &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}})
+		if err == nil {
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		t.Logf("handshake: %v; again", err)
+	}
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return nil
 }
 
 // waitClosed waits (bounded) until the server closes c: a read returns an
