@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -49,6 +50,9 @@ func newBackendServices(mgr ctrl.Manager, namespaces []string) (*backendServices
 		for _, ns := range namespaces {
 			opts.DefaultNamespaces[ns] = cache.Config{}
 		}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.APIGateway{}, backendServiceIndex, backendServiceNames); err != nil {
+		return nil, fmt.Errorf("indexing APIGateways by backend Service: %w", err)
 	}
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
@@ -143,24 +147,45 @@ func (s *backendServices) watch(gateways client.Reader) source.Source {
 }
 
 // gatewaysRoutingTo are the gateways of svc's namespace with a route to
-// it, as backendService or an additional backend.
+// it, as backendService or an additional backend: backendServiceIndex's
+// entries, not a list of the namespace's gateways per Service event (a
+// namespace of 1,000 gateways creates 1,000 Services of its own).
 func gatewaysRoutingTo(ctx context.Context, gateways client.Reader, svc *corev1.Service) []reconcile.Request {
 	var list v1.APIGatewayList
-	if err := gateways.List(ctx, &list, client.InNamespace(svc.Namespace)); err != nil {
+	err := gateways.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{backendServiceIndex: svc.Name}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "finding the APIGateways that route to a Service", "service", svc.Name, "namespace", svc.Namespace)
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		if routesTo(&list.Items[i], v1.ServiceName(svc.Name)) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return out
 }
 
-// routesTo reports whether one of gw's routes sends requests to name.
-func routesTo(gw *v1.APIGateway, name v1.ServiceName) bool {
-	return slices.ContainsFunc(gw.Spec.Routes, func(r v1.Route) bool {
-		return r.BackendService.Name == name || slices.ContainsFunc(r.AdditionalBackends, func(b v1.WeightedBackend) bool { return b.Name == name })
-	})
+// backendServiceIndex is the cache's index of APIGateways by the names of
+// the Services their routes send requests to.
+const backendServiceIndex = "apigateway.example.com/backend-service"
+
+// backendServiceNames is backendServiceIndex's function: the distinct
+// names of gw's backends, backendService and additional ones.
+func backendServiceNames(obj client.Object) []string {
+	gw, ok := obj.(*v1.APIGateway)
+	if !ok {
+		return nil
+	}
+	var out []string
+	add := func(name v1.ServiceName) {
+		if !slices.Contains(out, string(name)) {
+			out = append(out, string(name))
+		}
+	}
+	for _, r := range gw.Spec.Routes {
+		add(r.BackendService.Name)
+		for _, b := range r.AdditionalBackends {
+			add(b.Name)
+		}
+	}
+	return out
 }

@@ -7,13 +7,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
 )
 
@@ -37,32 +40,20 @@ const HostClaimControllerName = "hostclaim"
 // hostClaimReconciler keeps a HostClaim's status.unroutedSince and
 // deletes the record after the grace period.
 type hostClaimReconciler struct {
-	client  client.Client
-	release time.Duration
-	now     func() time.Time
+	client   client.Client
+	gateways routeindex.Finder
+	release  time.Duration
+	now      func() time.Time
 }
 
-// hostClaimNamespace is the cache's index of HostClaims by the namespace
-// that owns the host.
-const hostClaimNamespace = "spec.namespace"
-
 // setupHostClaims registers the HostClaim controller with mgr.
-func setupHostClaims(mgr ctrl.Manager, release time.Duration) error {
-	r := &hostClaimReconciler{client: mgr.GetClient(), release: release, now: time.Now}
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.HostClaim{}, hostClaimNamespace, func(obj client.Object) []string {
-		if rec, ok := obj.(*v1.HostClaim); ok {
-			return []string{rec.Spec.Namespace}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("indexing HostClaims by namespace: %w", err)
-	}
+func setupHostClaims(mgr ctrl.Manager, gateways routeindex.Finder, release time.Duration) error {
+	r := &hostClaimReconciler{client: mgr.GetClient(), gateways: gateways, release: release, now: time.Now}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(HostClaimControllerName).
 		For(&v1.HostClaim{}).
-		// A gateway of the owner's namespace that adds or drops a route.
-		Watches(&v1.APIGateway{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfNamespace)).
+		// A gateway that adds or drops a route on a host a record covers.
+		Watches(&v1.APIGateway{}, claimsCovering{}).
 		Complete(r)
 }
 
@@ -103,35 +94,71 @@ func (r *hostClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // routed reports whether a gateway of rec's namespace routes rec's host or
-// a name it covers.
+// a name it covers: among the gateways whose hosts overlap it
+// (routeindex's Overlapping, a few map reads, not a list of the
+// namespace's gateways on each pass).
 func (r *hostClaimReconciler) routed(ctx context.Context, rec *v1.HostClaim) (bool, error) {
-	var gateways v1.APIGatewayList
-	if err := r.client.List(ctx, &gateways, client.InNamespace(rec.Spec.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("listing namespace %s's APIGateways: %w", rec.Spec.Namespace, err)
+	gateways, err := r.gateways.Overlapping(string(rec.Spec.Host))
+	if err != nil {
+		return false, fmt.Errorf("finding the APIGateways on host %s: %w", rec.Spec.Host, err)
 	}
 	records, err := routeindex.Records(ctx, r.client)
 	if err != nil {
 		return false, err
 	}
-	gws := make([]*v1.APIGateway, len(gateways.Items))
-	for i := range gateways.Items {
-		gws[i] = &gateways.Items[i]
-	}
-	return records.Routes(rec, gws), nil
+	return records.Routes(rec, gateways), nil
 }
 
-// claimsOfNamespace maps a gateway to the records of its namespace (the
-// hostClaimNamespace index: few, whatever the number of records), since a
-// gateway that dropped a route no longer names its host.
-func (r *hostClaimReconciler) claimsOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	var claims v1.HostClaimList
-	if err := r.client.List(ctx, &claims, client.MatchingFields{hostClaimNamespace: obj.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
-		logf.FromContext(ctx).Error(err, "listing HostClaims")
-		return nil
+// claimsCovering maps a gateway's event to the records that may cover one
+// of its hosts, before and after the change (a gateway that dropped a
+// route no longer names its host): for each host, the records of its
+// ownership.Ancestors, by name (v1.HostClaimName). A name without a
+// record costs a cache miss.
+type claimsCovering struct{}
+
+var _ handler.EventHandler = claimsCovering{}
+
+func (claimsCovering) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueCovering(q, e.Object)
+}
+
+func (claimsCovering) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueCovering(q, e.ObjectOld, e.ObjectNew)
+}
+
+func (claimsCovering) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueCovering(q, e.Object)
+}
+
+func (claimsCovering) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueCovering(q, e.Object)
+}
+
+// enqueueCovering adds the records covering the hosts of objs' routes.
+func enqueueCovering(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+	for _, name := range coveringClaims(objs...) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
-	out := make([]reconcile.Request, 0, len(claims.Items))
-	for _, c := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+}
+
+// coveringClaims are the distinct names of the records that may cover a
+// host of the gateways' routes.
+func coveringClaims(objs ...client.Object) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, obj := range objs {
+		gw, ok := obj.(*v1.APIGateway)
+		if !ok {
+			continue
+		}
+		for _, route := range gw.Spec.Routes {
+			for _, host := range ownership.Ancestors(string(route.Host)) {
+				if name := v1.HostClaimName(host); !seen[name] {
+					seen[name] = true
+					out = append(out, name)
+				}
+			}
+		}
 	}
 	return out
 }

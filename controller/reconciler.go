@@ -231,7 +231,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if err != nil || opts.Policy == ownership.InterNamespaceAllowed {
 		return err
 	}
-	return setupHostClaims(mgr, opts.HostReleaseAfter)
+	return setupHostClaims(mgr, gateways, opts.HostReleaseAfter)
 }
 
 type observingReconciler struct {
@@ -543,16 +543,27 @@ func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *a
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	gw.Status = want
-	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
-	switch {
-	case apierrors.IsConflict(err):
-		return errStale
-	case err != nil && !apierrors.IsNotFound(err):
+	switch err := r.patchStatus(ctx, gw, func(s *v1.APIGatewayStatus) { *s = want }); {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case errors.Is(err, errStale):
+		return err
+	default:
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	return nil
+}
+
+// patchStatus changes gw's status with set and writes it as a merge patch
+// conditional on the resourceVersion gw was read with: a conflict (gw was
+// read before its latest status) is errStale.
+func (r *Reconciler) patchStatus(ctx context.Context, gw *v1.APIGateway, set func(*v1.APIGatewayStatus)) error {
+	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	set(&gw.Status)
+	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
+	if apierrors.IsConflict(err) {
+		return errStale
+	}
+	return err
 }
 
 // errStale is a status write refused because the gateway was read before
@@ -584,11 +595,9 @@ func (r *Reconciler) recordClaims(ctx context.Context, gw *v1.APIGateway, claims
 	if !stampsNew(gw.Status.Claims, claims) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(gw.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	gw.Status.Claims = claims.DeepCopy()
-	err := r.clients.cached.Status().Patch(ctx, gw, patch, client.FieldOwner(FieldOwner))
+	err := r.patchStatus(ctx, gw, func(s *v1.APIGatewayStatus) { s.Claims = claims.DeepCopy() })
 	switch {
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+	case errors.Is(err, errStale), apierrors.IsNotFound(err):
 		// Read before its latest status, or deleted since: the next pass
 		// reads which.
 		return errStale
