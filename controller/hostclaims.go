@@ -94,19 +94,29 @@ func (r *hostClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // routed reports whether a gateway of rec's namespace routes rec's host or
-// a name it covers: among the gateways whose hosts overlap it
-// (routeindex's Overlapping, a few map reads, not a list of the
-// namespace's gateways on each pass).
+// a name it covers. The namespace's gateways on the host itself come
+// first (one map read, and the usual answer); then those whose hosts
+// overlap it (routeindex's Overlapping, a few map reads), not a list of
+// the namespace's gateways on each pass.
 func (r *hostClaimReconciler) routed(ctx context.Context, rec *v1.HostClaim) (bool, error) {
-	gateways, err := r.gateways.Overlapping(string(rec.Spec.Host))
-	if err != nil {
-		return false, fmt.Errorf("finding the APIGateways on host %s: %w", rec.Spec.Host, err)
-	}
 	records, err := routeindex.Records(ctx, r.client)
 	if err != nil {
 		return false, err
 	}
-	return records.Routes(rec, gateways), nil
+	host := string(rec.Spec.Host)
+	for _, find := range []func() ([]*v1.APIGateway, error){
+		func() ([]*v1.APIGateway, error) { return r.gateways.OnHost(ctx, rec.Spec.Namespace, host) },
+		func() ([]*v1.APIGateway, error) { return r.gateways.Overlapping(host) },
+	} {
+		gateways, err := find()
+		if err != nil {
+			return false, fmt.Errorf("finding the APIGateways on host %s: %w", host, err)
+		}
+		if records.Routes(rec, gateways) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // claimsCovering maps a gateway's event to the records that may cover one
