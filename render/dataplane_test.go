@@ -216,17 +216,19 @@ func TestDataPlaneForwardedFor(t *testing.T) {
 // cannot choose the host, scheme or port its backend believes it used:
 // X-Forwarded-Host is the request's host, X-Forwarded-Proto and
 // X-Forwarded-Port a trusted proxy's (proto http or https, port digits),
-// else the gateway's own scheme and no port, and Forwarded never arrives.
-// A route that changes request headers repeats the gateway's, so both
-// kinds of location are asked.
+// else the gateway's own scheme and no port, and Forwarded,
+// X-Forwarded-Prefix, -Ssl and -Scheme never arrive from the client (a
+// route may set X-Forwarded-Prefix). A route that changes request headers
+// repeats the gateway's, so both kinds of location are asked.
 func TestDataPlaneForwardedHeaders(t *testing.T) {
 	bin := nginxBinary(t)
 	ports := startEchoBackends(t, "users")
 	resolver := startServiceDNS(t)
 	headers := route("api.example.com", "/h/", v1.PathTypePrefix, "users", ports["users"])
-	headers.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Team", Value: "payments"}}}
+	headers.RequestHeaders = &v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Team", Value: "payments"}, {Name: "X-Forwarded-Prefix", Value: "/h"}}}
 	gw := gateway("forwarded", route("api.example.com", "/", v1.PathTypePrefix, "users", ports["users"]), headers)
-	forged := []string{"Forwarded: for=6.6.6.6;host=evil.example;proto=https", "X-Forwarded-Host: evil.example"}
+	forged := []string{"Forwarded: for=6.6.6.6;host=evil.example;proto=https", "X-Forwarded-Host: evil.example",
+		"X-Forwarded-Prefix: /evil", "X-Forwarded-Ssl: on", "X-Forwarded-Scheme: https"}
 	type seen struct{ host, proto, port string }
 	tests := map[string]struct {
 		trusted []string
@@ -256,6 +258,11 @@ func TestDataPlaneForwardedHeaders(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(body), &got), body)
 				assert.Equal(t, tc.want, seen{got.ForwardedHost, got.ForwardedProto, got.ForwardedPort}, "X-Forwarded-Host, -Proto, -Port at the backend of %s", target)
 				assert.Empty(t, got.Forwarded, "Forwarded at the backend of %s", target)
+				var others []string
+				if target == "/h/x" {
+					others = []string{"X-Forwarded-Prefix: /h"}
+				}
+				assert.Equal(t, others, got.OtherForwarded, "X-Forwarded-Prefix, -Ssl and -Scheme at the backend of %s", target)
 			}
 		})
 	}

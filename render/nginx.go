@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -528,7 +529,7 @@ server {
     proxy_http_version 1.1;
     proxy_max_temp_file_size %s;
 `, listen, serverName(host), ambiguousRequestPath, maxTempFile)
-	for _, h := range gatewayHeaders {
+	for _, h := range slices.Concat(gatewayHeaders, clearedHeaders) {
 		for line := range strings.Lines(h.comment) {
 			b.WriteString("    " + line)
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -265,6 +266,21 @@ var gatewayHeaders = []struct{ name, value, comment string }{
 	{name: "Connection", value: "$" + connectionVariable},
 }
 
+// clearedHeaders are forwarding headers the gateway does not set but
+// backends' frameworks believe (Spring, Rails, Werkzeug's ProxyFix): a
+// client's would tell the backend another scheme or mount path. The
+// gateway sends none of them (an empty value is left out); unlike
+// gatewayHeaders a route may still set one, such as X-Forwarded-Prefix
+// for an application mounted under a rewritten path: its line comes after
+// these.
+var clearedHeaders = []struct{ name, value, comment string }{
+	{name: "X-Forwarded-Prefix", value: `""`, comment: `# Forwarding headers the gateway does not set but frameworks believe:
+# a client's are dropped (a route may set them).
+`},
+	{name: "X-Forwarded-Ssl", value: `""`},
+	{name: "X-Forwarded-Scheme", value: `""`},
+}
+
 // writeRequestHeaders sets, adds and removes the headers sent to the
 // backend. Set replaces the client's value; remove sends an empty value,
 // which nginx leaves out. Add keeps the client's value and appends one:
@@ -276,7 +292,7 @@ func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id st
 	if !changesHeaders(m) {
 		return nil
 	}
-	for _, h := range gatewayHeaders {
+	for _, h := range slices.Concat(gatewayHeaders, clearedHeaders) {
 		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, h.name, h.value)
 	}
 	return eachHeader(m, fld, headerWriters{

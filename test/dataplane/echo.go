@@ -29,6 +29,9 @@ type EchoReply struct {
 	ForwardedProto string `json:"forwardedProto,omitempty"`
 	ForwardedPort  string `json:"forwardedPort,omitempty"`
 	Forwarded      string `json:"forwarded,omitempty"`
+	// OtherForwarded are the X-Forwarded-Prefix, -Ssl and -Scheme headers
+	// the backend received, as "Name: value" lines.
+	OtherForwarded []string `json:"otherForwarded,omitempty"`
 	// Upgrade and Connection are the hop-by-hop headers the backend
 	// received from the gateway (not the client's).
 	Upgrade    string `json:"upgrade,omitempty"`
@@ -62,11 +65,23 @@ func StartEchoBackend(t testing.TB, name, addr string) int32 {
 			ForwardedFor: header("X-Forwarded-For"), RealIP: r.Header.Get("X-Real-IP"),
 			ForwardedHost: header("X-Forwarded-Host"), ForwardedProto: header("X-Forwarded-Proto"),
 			ForwardedPort: header("X-Forwarded-Port"), Forwarded: header("Forwarded"),
-			Upgrade: header("Upgrade"), Connection: header("Connection")})
+			OtherForwarded: otherForwarded(r.Header),
+			Upgrade:        header("Upgrade"), Connection: header("Connection")})
 	}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return int32(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// otherForwarded are h's X-Forwarded-Prefix, -Ssl and -Scheme lines.
+func otherForwarded(h http.Header) []string {
+	var out []string
+	for _, name := range []string{"X-Forwarded-Prefix", "X-Forwarded-Ssl", "X-Forwarded-Scheme"} {
+		for _, v := range h.Values(name) {
+			out = append(out, name+": "+v)
+		}
+	}
+	return out
 }
