@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -15,27 +14,14 @@ import (
 // cgroupMounts are the cgroup hierarchies mounted under /sys/fs/cgroup
 // (one per v1 controller on these machines, and the v2 one).
 func cgroupMounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	all, err := mounts()
 	var out []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		// The file system type follows the " - " separator.
-		line := s.Text()
-		fields := strings.Fields(line)
-		i := strings.Index(line, " - ")
-		if i < 0 || len(fields) < 5 {
-			continue
-		}
-		fstype := strings.Fields(line[i+3:])[0]
-		if (fstype == "cgroup" || fstype == "cgroup2") && strings.HasPrefix(fields[4], "/sys/fs/cgroup/") {
-			out = append(out, fields[4])
+	for _, m := range all {
+		if (m.fstype == "cgroup" || m.fstype == "cgroup2") && strings.HasPrefix(m.target, "/sys/fs/cgroup/") {
+			out = append(out, m.target)
 		}
 	}
-	return out, s.Err()
+	return out, err
 }
 
 // makeCgroupRoot makes the cgroup name in every hierarchy and returns the

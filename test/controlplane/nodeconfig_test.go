@@ -2,10 +2,12 @@ package controlplane
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -80,4 +82,17 @@ func TestUnescapeMountPath(t *testing.T) {
 	} {
 		require.Equal(t, want, unescapeMountPath(in), in)
 	}
+}
+
+// TestMountsReadsMountinfo: the root and the proc file system are among
+// this mount namespace's mounts, each with its type, and the cgroup
+// hierarchies the node's cgroups are made in are found.
+func TestMountsReadsMountinfo(t *testing.T) {
+	all, err := mounts()
+	require.NoError(t, err)
+	assert.Contains(t, all, mount{target: "/proc", fstype: "proc"})
+	assert.True(t, slices.ContainsFunc(all, func(m mount) bool { return m.target == "/" && m.fstype != "" }), "no root mount in %v", all)
+	cgroups, err := cgroupMounts()
+	require.NoError(t, err)
+	assert.NotEmpty(t, cgroups)
 }

@@ -1,14 +1,12 @@
 package controlplane
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 )
@@ -163,41 +161,15 @@ func (m *nodeMounts) undo(dir string) error {
 // mountsUnder are this mount namespace's mount points under dir, deepest
 // (last mounted) first.
 func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	all, err := mounts()
 	var out []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		target := unescapeMountPath(fields[4])
-		if target == dir || strings.HasPrefix(target, dir+"/") {
-			out = append(out, target)
+	for _, m := range all {
+		if m.target == dir || strings.HasPrefix(m.target, dir+"/") {
+			out = append(out, m.target)
 		}
 	}
 	slices.Reverse(out)
-	return out, s.Err()
-}
-
-// unescapeMountPath decodes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, err
 }
 
 // mkdirAllTop makes path and its missing parents, and returns the topmost
