@@ -25,7 +25,8 @@ func TestBackendServicesArePooled(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "pooled")
 	gw := gateway("shop", route("shop.example.com", "/api", v1.PathTypePrefix, "api", 8080),
-		route("shop.example.com", "/peers", v1.PathTypePrefix, "peers", 9000))
+		route("shop.example.com", "/peers", v1.PathTypePrefix, "peers", 9000),
+		route("shop.example.com", "/probe", v1.PathTypePrefix, "probe", 7000))
 	gw.Namespace = ns
 	gw = createGateway(t, gw)
 	byName := func(svc string, port int) string {
@@ -46,15 +47,25 @@ func TestBackendServicesArePooled(t *testing.T) {
 
 	// A Service without the route's port: its ClusterIP would refuse the
 	// connection, so the backend keeps its name until the port is added.
+	// The Service probe, created after it, is pooled once the operator
+	// has seen both (one informer, events in order): only then does the
+	// configuration say what the operator made of api.
 	api := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
 	require.NoError(t, env.Client.Create(ctx, api))
 	require.NotEmpty(t, api.Spec.ClusterIP, "the API server allocates a ClusterIP")
-	touch(t, gw)
-	config = configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "no such port: by name")
-	assert.NotContains(t, config, "upstream ")
+	probe := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 7000}}},
+	}
+	require.NoError(t, env.Client.Create(ctx, probe))
+	config = configWith(t, func(c string) bool {
+		return strings.Contains(c, "server "+net.JoinHostPort(probe.Spec.ClusterIP, "7000")+";")
+	}, "the Service created next pooled")
+	assert.Contains(t, config, byName("api", 8080), "no such port: by name")
+	assert.NotContains(t, config, api.Spec.ClusterIP)
 	api.Spec.Ports = append(api.Spec.Ports, corev1.ServicePort{Name: "api", Port: 8080})
 	require.NoError(t, env.Client.Update(ctx, api))
 	server := "server " + net.JoinHostPort(api.Spec.ClusterIP, "8080") + ";"
@@ -70,6 +81,6 @@ func TestBackendServicesArePooled(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, headless))
 	require.NoError(t, env.Client.Delete(ctx, api))
 	config = configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "the deleted Service by name again")
-	assert.NotContains(t, config, "upstream ")
+	assert.NotContains(t, config, api.Spec.ClusterIP)
 	assert.Contains(t, config, byName("peers", 9000), "a headless Service is resolved by name (its pods' addresses)")
 }
