@@ -10,24 +10,24 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// gatewayOn is a gateway with one route per host, each to backend.
-func gatewayOn(backend string, hosts ...string) *v1.APIGateway {
+// gatewayOn is a gateway with one route per host, each to the Service web.
+func gatewayOn(hosts ...string) *v1.APIGateway {
 	gw := &v1.APIGateway{}
 	for _, h := range hosts {
-		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: v1.Hostname(h), BackendService: v1.BackendService{Name: v1.ServiceName(backend)}})
+		gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: v1.Hostname(h), BackendService: v1.BackendService{Name: "web"}})
 	}
 	return gw
 }
 
 func TestBackendServiceNames(t *testing.T) {
-	split := gatewayOn("web", "a.example.com", "b.example.com")
+	split := gatewayOn("a.example.com", "b.example.com")
 	split.Spec.Routes[1].AdditionalBackends = []v1.WeightedBackend{{Name: "canary"}, {Name: "web"}}
 	tests := []struct {
 		name string
 		obj  client.Object
 		want []string
 	}{
-		{"one backend on two routes, once", gatewayOn("web", "a.example.com", "b.example.com"), []string{"web"}},
+		{"one backend on two routes, once", gatewayOn("a.example.com", "b.example.com"), []string{"web"}},
 		{"additional backends too", split, []string{"web", "canary"}},
 		{"no routes", &v1.APIGateway{}, nil},
 		{"not a gateway", &corev1.Service{}, nil},
@@ -53,13 +53,13 @@ func TestCoveringClaims(t *testing.T) {
 		want []string
 	}{
 		{"a host and the hosts that cover it",
-			[]client.Object{gatewayOn("web", "login.shop.example.com")},
+			[]client.Object{gatewayOn("login.shop.example.com")},
 			names("login.shop.example.com", "shop.example.com", "*.shop.example.com", "example.com", "*.example.com")},
 		{"a wildcard is covered by its base",
-			[]client.Object{gatewayOn("web", "*.shop.example.com")},
+			[]client.Object{gatewayOn("*.shop.example.com")},
 			names("*.shop.example.com", "shop.example.com", "example.com", "*.example.com")},
 		{"the old object's hosts too, each record once",
-			[]client.Object{gatewayOn("web", "a.example.com"), gatewayOn("web", "b.example.com", "a.example.com")},
+			[]client.Object{gatewayOn("a.example.com"), gatewayOn("b.example.com", "a.example.com")},
 			names("a.example.com", "example.com", "*.example.com", "b.example.com")},
 		{"not a gateway", []client.Object{&corev1.Service{}}, nil},
 	}
