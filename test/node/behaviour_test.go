@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -69,14 +70,17 @@ func TestGatewayRolloutReplacesPods(t *testing.T) {
 
 	addRoute(t, gw, "/orders")
 	changed := time.Now()
+	old := podUIDs(corev1.PodList{Items: before})
+	var after []corev1.Pod
+	require.Eventually(t, func() bool {
+		after = gatewayPods(t, gw)
+		return len(after) == 2 && !slices.ContainsFunc(after, func(p corev1.Pod) bool {
+			return slices.Contains(old, string(p.UID)) || !podReady(&p) ||
+				statusThrough(ctx, p.Status.PodIP, "/orders/7") != http.StatusOK
+		})
+	}, waitFor, tick, "the pods were not replaced by ones serving the new route: %v", podUIDs(corev1.PodList{Items: after}))
+	t.Logf("2 new pods served the new route %s after the change", time.Since(changed).Round(time.Millisecond))
 	awaitLive(t, gw)
-	t.Logf("Live on the new route %s after the change", time.Since(changed).Round(time.Millisecond))
-	after := gatewayPods(t, gw)
-	require.Len(t, after, 2)
-	for _, pod := range after {
-		require.NotContains(t, podUIDs(corev1.PodList{Items: before}), string(pod.UID), "pod %s was kept", pod.Name)
-		require.Equal(t, http.StatusOK, statusThrough(ctx, pod.Status.PodIP, "/orders/7"), "pod %s", pod.Name)
-	}
 }
 
 // The nginx container killed on the node (as an OOM kill or a crash
@@ -111,9 +115,16 @@ func TestGatewayContainerRestarts(t *testing.T) {
 	t.Logf("the container restarted and the pod Ready %s after the kill", time.Since(killed).Round(time.Millisecond))
 	require.Equal(t, pod.UID, cur.UID)
 	require.Equal(t, initStarted(&pod), initStarted(&cur), "the init container ran again")
-	require.Eventually(t, func() bool {
-		return statusThrough(ctx, cur.Status.PodIP, "/users/1") == http.StatusOK
-	}, waitFor, tick, "the restarted container does not serve")
+	code := 0
+	if !assert.Eventually(t, func() bool {
+		code = statusThrough(ctx, cur.Status.PodIP, "/users/1")
+		return code == http.StatusOK
+	}, waitFor, tick, "the restarted container does not serve") {
+		logs := env.Kubectl(ctx, nil, "logs", "-n", ns, cur.Name, "-c", "nginx")
+		previous := env.Kubectl(ctx, nil, "logs", "-n", ns, cur.Name, "-c", "nginx", "--previous")
+		t.Fatalf("last answer %d; the restarted container's log:\n%s%s\nthe killed one's:\n%s%s",
+			code, logs.Stdout, logs.Stderr, previous.Stdout, previous.Stderr)
+	}
 	awaitLive(t, gw)
 }
 
