@@ -53,8 +53,9 @@ func CacheOptions() cache.Options {
 			// Read only while --gateway-status-from is set.
 			&networkingv1.NetworkPolicy{}: cachedChildren(networkPolicyChild),
 			// The gateway pods and their ReplicaSets, which carry the pod
-			// template's labels: which pods to ask what they serve, and
-			// whether the gateway's Deployment made them (ownPods).
+			// template's labels: which pods to ask what they serve, which
+			// cannot start (stuckContainers), and whether the gateway's
+			// Deployment made them (ownPods).
 			&corev1.Pod{}:        {Label: managedSelector(), Transform: slimPod},
 			&appsv1.ReplicaSet{}: {Label: managedSelector(), Transform: slimReplicaSet},
 			&apiextensionsv1.CustomResourceDefinition{}: crdCache(),
@@ -167,8 +168,10 @@ func configDigest(ac any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// slimPod keeps of a pod what ownPods reads: its name, labels (the
-// cache lists by them), controller, deletion, phase, IP and readiness.
+// slimPod keeps of a pod what ownPods, podTargets and stuckContainers
+// read: its name, labels (the cache lists by them), controller, deletion,
+// phase, IP, readiness, and its containers the kubelet cannot start
+// (stuckStatuses): a running pod keeps no container status.
 func slimPod(obj any) (any, error) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		p.ManagedFields, p.Annotations, p.Spec = nil, nil, corev1.PodSpec{}
@@ -178,7 +181,9 @@ func slimPod(obj any) (any, error) {
 				ready = append(ready, corev1.PodCondition{Type: c.Type, Status: c.Status})
 			}
 		}
-		p.Status = corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: ready}
+		p.Status = corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: ready,
+			InitContainerStatuses: stuckStatuses(p.Status.InitContainerStatuses),
+			ContainerStatuses:     stuckStatuses(p.Status.ContainerStatuses)}
 	}
 	return obj, nil
 }

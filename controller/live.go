@@ -28,11 +28,13 @@ type podReport struct {
 // liveState is the Live condition with status.liveReplicas, and whether
 // the pods must be asked again: nothing announces that a pod has
 // reloaded, so while some ready pod has yet to report the current
-// configuration the reconciler polls (pollAfter).
+// configuration the reconciler polls (pollAfter). stuck are the pods'
+// containers the kubelet cannot start, which Ready names.
 type liveState struct {
 	replicas  int32
 	condition metav1.Condition
 	pending   bool
+	stuck     []stuckContainer
 }
 
 // Bounds of the Live condition's message: it names at most this many

@@ -62,15 +62,22 @@ func (r *Reconciler) podTemplate(ctx context.Context, gw *v1.APIGateway, want De
 // liveStatus says what the gateway's pods serve, when there is a
 // configuration to compare with and pods that can say (liveStatus), from
 // their last reports (prober.reports): a reconcile never waits for a pod.
-// A gateway with no pods to ask has the prober forget it.
+// A gateway with no pods to ask has the prober forget it. It adds the
+// containers of its pods the kubelet cannot start (stuckContainers).
 func (r *Reconciler) liveStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, hash string) liveState {
+	var pods []corev1.Pod
+	if dep != nil && render.Replicas(gw) > 0 {
+		pods = r.gatewayPods(ctx, gw, dep)
+	}
 	var reports []podReport
 	if hash != "" && dep != nil && hasReloader(dep) && render.Replicas(gw) > 0 {
-		reports = r.podReports(ctx, gw, dep, hash)
+		reports = r.prober.reports(client.ObjectKeyFromObject(gw), hash, podTargets(pods, maxPodReports(gw)))
 	} else {
 		r.prober.forget(client.ObjectKeyFromObject(gw))
 	}
-	return liveStatus(gw, dep, failures, hash, reports)
+	st := liveStatus(gw, dep, failures, hash, reports)
+	st.stuck = stuckContainers(pods)
+	return st
 }
 
 const (
@@ -85,11 +92,10 @@ const (
 	podReportsParallel = 8
 )
 
-// podReports are the last reports of the gateway's own pods (ownPods),
-// every one with an address, ready or not (a pod whose nginx refused its
-// first configuration is not ready and says why), for the configuration
-// hash; the prober reads them again in the background.
-func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, hash string) []podReport {
+// gatewayPods are the gateway's own pods (ownPods), from the cache:
+// the same two lists serve the pods' reports (podTargets) and the
+// containers that cannot start (stuckContainers).
+func (r *Reconciler) gatewayPods(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment) []corev1.Pod {
 	var (
 		sets appsv1.ReplicaSetList
 		pods corev1.PodList
@@ -101,8 +107,7 @@ func (r *Reconciler) podReports(ctx context.Context, gw *v1.APIGateway, dep *app
 	if err := r.clients.cached.List(ctx, &pods, in, labelled); err != nil {
 		return nil
 	}
-	targets := ownPods(dep, sets.Items, pods.Items, maxPodReports(gw))
-	return r.prober.reports(client.ObjectKeyFromObject(gw), hash, targets)
+	return ownPods(dep, sets.Items, pods.Items)
 }
 
 // podTarget is a pod to ask, at its IP.
@@ -111,27 +116,37 @@ type podTarget struct {
 	ip string
 }
 
-// ownPods are the pods to ask of the Deployment dep: those a ReplicaSet
-// that dep controls controls, with an IP, neither being deleted nor
-// finished; the ready ones first, at most limit. The pods are the
-// cache's, listed by the gateway's labels, which anyone who may create
-// pods in the namespace can copy, and the EndpointSlices of the gateway's
-// Service list whatever pods its selector matches, or what a tenant wrote
-// there: neither is asked. The owner references say which pods the
+// ownPods are the pods of the Deployment dep: those a ReplicaSet that
+// dep controls controls, not being deleted. The pods are the cache's,
+// listed by the gateway's labels, which anyone who may create pods in the
+// namespace can copy, and the EndpointSlices of the gateway's Service list
+// whatever pods its selector matches, or what a tenant wrote there:
+// neither is asked, nor reported. The owner references say which pods the
 // Deployment made.
-func ownPods(dep *appsv1.Deployment, sets []appsv1.ReplicaSet, pods []corev1.Pod, limit int) []podTarget {
+func ownPods(dep *appsv1.Deployment, sets []appsv1.ReplicaSet, pods []corev1.Pod) []corev1.Pod {
 	ours := map[types.UID]bool{}
 	for i := range sets {
 		if c := metav1.GetControllerOf(&sets[i]); c != nil && c.UID == dep.UID {
 			ours[sets[i].UID] = true
 		}
 	}
+	var out []corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if c := metav1.GetControllerOf(p); c != nil && ours[c.UID] && p.DeletionTimestamp == nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+// podTargets are the pods to ask of the gateway's own pods: those with
+// an IP that have not finished; the ready ones first, at most limit.
+func podTargets(pods []corev1.Pod, limit int) []podTarget {
 	var out []podTarget
 	for i := range pods {
 		p := &pods[i]
-		c := metav1.GetControllerOf(p)
-		if c == nil || !ours[c.UID] || p.DeletionTimestamp != nil || p.Status.PodIP == "" ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.PodIP == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		out = append(out, podTarget{podReport{name: p.Name, ready: podReady(p)}, p.Status.PodIP})

@@ -13,9 +13,10 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// TestOwnPods: the pods asked are those the gateway's Deployment made,
-// through a ReplicaSet it controls, whatever else carries the gateway's
-// labels; the ready ones first, at most the limit.
+// TestOwnPods: the pods asked (podTargets of ownPods) are those the
+// gateway's Deployment made, through a ReplicaSet it controls, whatever
+// else carries the gateway's labels; the ready ones first, at most the
+// limit.
 func TestOwnPods(t *testing.T) {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: "dep"}}
 	other := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: "other-dep"}}
@@ -71,7 +72,7 @@ func TestOwnPods(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, p := range ownPods(dep, sets, tc.pods, tc.limit) {
+			for _, p := range podTargets(ownPods(dep, sets, tc.pods), tc.limit) {
 				s := p.name
 				if p.ready {
 					s += "+"

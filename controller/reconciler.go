@@ -120,7 +120,7 @@ type Reconciler struct {
 	// cluster serves them, nil while it does not (httpRouteWatch.client).
 	httpRoutes func(context.Context) (client.Client, error)
 	// prober reads the pods' reloader status off the reconcile workers
-	// (podReports).
+	// (Reconciler.liveStatus).
 	prober *prober
 }
 

@@ -65,7 +65,7 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 	}
 	set(degradedCondition(gw, dep, failures))
 	set(progressingCondition(gw, dep, failures, live.condition))
-	set(readyCondition(gw, dep, failures, live.condition))
+	set(readyCondition(gw, dep, failures, live))
 	// Last: gateways stored before the condition existed get it appended,
 	// so every gateway lists its conditions in one order.
 	set(acceptedCondition(lost))
@@ -126,7 +126,8 @@ func progressingCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []
 	return c
 }
 
-func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, live metav1.Condition) metav1.Condition {
+func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, pods liveState) metav1.Condition {
+	live := pods.condition
 	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse}
 	want := render.Replicas(gw)
 	switch {
@@ -138,6 +139,11 @@ func readyCondition(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failur
 		c.Reason, c.Message = ReasonDeploymentMissing, "the gateway's Deployment does not exist yet"
 	case want == 0:
 		c.Reason, c.Message = ReasonScaledToZero, "spec.replicas is 0: no pod serves the routes"
+	case (!rolledOut(gw, dep) || dep.Status.ReadyReplicas < want) && len(pods.stuck) > 0:
+		// The kubelet's reason (ImagePullBackOff, ...): what to fix.
+		c.Reason = pods.stuck[0].reason
+		c.Message = fmt.Sprintf("%d of %d replicas ready; the kubelet cannot start %s",
+			dep.Status.ReadyReplicas, want, joinBounded(pods.stuck, livePodsListed))
 	case !rolledOut(gw, dep) || dep.Status.ReadyReplicas < want:
 		c.Reason = ReasonReplicasNotReady
 		c.Message = fmt.Sprintf("%d of %d replicas ready", dep.Status.ReadyReplicas, want)

@@ -145,6 +145,36 @@ func assertCondition(t *testing.T, conds []metav1.Condition, typ string, status 
 	assert.NotEmpty(t, c.Message, "%s message", typ)
 }
 
+// TestReadyNamesStuckContainers: while replicas are missing, Ready takes
+// the kubelet's reason of a container that cannot start, and its message
+// names the pod, container and image; once every replica is ready (a
+// stuck pod of an earlier rollout left behind) it does not.
+func TestReadyNamesStuckContainers(t *testing.T) {
+	stuck := liveOK
+	stuck.stuck = []stuckContainer{
+		{pod: "gw-1", container: "gateway", image: "missing:1", reason: "ImagePullBackOff", message: `Back-off pulling image "missing:1"`},
+		{pod: "gw-2", container: "gateway", image: "missing:1", reason: "ErrImagePull", message: "not found"},
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	gw := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
+	gw.Spec.Replicas = ptr.To(int32(2))
+
+	rolling := deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2})
+	st := computeStatus(gw, rolling, nil, nil, nil, stuck, now)
+	assertCondition(t, st.Conditions, v1.ConditionReady, metav1.ConditionFalse, "ImagePullBackOff")
+	assert.Equal(t, `2 of 2 replicas ready; the kubelet cannot start pod gw-1, container gateway (image "missing:1"): ImagePullBackOff: `+
+		`Back-off pulling image "missing:1"; pod gw-2, container gateway (image "missing:1"): ErrImagePull: not found`,
+		meta.FindStatusCondition(st.Conditions, v1.ConditionReady).Message)
+
+	ready := deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2})
+	st = computeStatus(gw, ready, nil, nil, nil, stuck, now)
+	assertCondition(t, st.Conditions, v1.ConditionReady, metav1.ConditionTrue, ReasonAllReplicasReady)
+
+	failed := []failure{{kind: "Service", name: "gw", reason: ReasonApplyFailed, err: errors.New("boom")}}
+	st = computeStatus(gw, rolling, failed, nil, nil, stuck, now)
+	assertCondition(t, st.Conditions, v1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed)
+}
+
 // TestReadyWaitsForLive: Ready means the pods serve the current
 // configuration, so a reload still on its way or refused keeps it False,
 // and Progressing says a reload is on its way; a pod whose report cannot

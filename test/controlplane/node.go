@@ -195,10 +195,8 @@ func (c *ControlPlane) startContainerd(ctx context.Context) error {
 func (c *ControlPlane) importImages(ctx context.Context, images []string) error {
 	for _, image := range images {
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, filepath.Join(c.opts.Node.BinDir, "ctr"),
-			"--address="+c.node.paths.containerdSocket(), "--namespace="+criNamespace, "images", "import", image)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("importing %s: %w: %s", image, err, out)
+		if _, err := c.Ctr(ctx, "images", "import", image); err != nil {
+			return fmt.Errorf("importing %s: %w", image, err)
 		}
 		c.log(fmt.Sprintf("Imported %s in %s", filepath.Base(image), time.Since(start).Round(time.Millisecond)))
 	}
@@ -244,6 +242,23 @@ func (c *ControlPlane) NodeMade() []string {
 		return nil
 	}
 	return append(slices.Clone(c.node.cgroups), c.node.mounts.made...)
+}
+
+// Ctr runs the node's containerd client, ctr, with args in the
+// kubelet's namespace of containerd (where the pods' containers are, by
+// their status's containerID): what a person on the node would run to
+// act on a container behind the kubelet's back.
+func (c *ControlPlane) Ctr(ctx context.Context, args ...string) ([]byte, error) {
+	if c.node == nil {
+		return nil, errors.New("the control plane has no node")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.opts.Node.BinDir, "ctr"),
+		append([]string{"--address=" + c.node.paths.containerdSocket(), "--namespace=" + criNamespace}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return out, nil
 }
 
 // NodeStartup is how long the node of Options.Node took to become Ready

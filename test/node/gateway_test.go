@@ -38,29 +38,9 @@ func TestGatewayPodServes(t *testing.T) {
 	ctx := t.Context()
 	startServiceDNS(t)
 	ns := testenv.NewNamespace(t, env.Client, "gateway")
-	backend := echoPod(ns, "user-service")
-	require.NoError(t, env.Client.Create(ctx, backend))
-	require.NoError(t, env.Client.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backend.Name},
-		Spec: corev1.ServiceSpec{
-			Selector: backend.Labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}},
-		},
-	}))
-	awaitReady(t, backend)
-
-	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &controller.Options{
-		DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP},
-	}})
-	testenv.RunManager(t, mgr, waitFor)
-
-	gw := &v1.APIGateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
-		Spec: v1.APIGatewaySpec{Image: GatewayImage, Replicas: ptr.To[int32](2), Routes: []v1.Route{{
-			Host: "shop.example.com", Path: "/users", PathType: v1.PathTypePrefix,
-			BackendService: v1.BackendService{Name: v1.ServiceName(backend.Name), Port: 8080},
-		}}},
-	}
+	backend := startBackend(t, ns)
+	startOperator(t)
+	gw := newGateway(ns, "shop", backend, 2)
 	created := time.Now()
 	require.NoError(t, env.Client.Create(ctx, gw))
 	podReadyAfter := make(chan time.Duration, 1)
@@ -92,7 +72,7 @@ func TestGatewayPodServes(t *testing.T) {
 		// volume follows in 1 to 1.5 times that (80 s seen here).
 		for _, pod := range pods.Items {
 			require.Eventually(t, func() bool {
-				return statusThrough(ctx, pod.Status.PodIP, "shop.example.com", "/orders/7") == http.StatusOK
+				return statusThrough(ctx, pod.Status.PodIP, "/orders/7") == http.StatusOK
 			},
 				routeChangeWait, tick, "pod %s never served the new route", pod.Name)
 			t.Logf("the new route served by pod %s %s after the change", pod.Name, time.Since(changed).Round(time.Millisecond))
@@ -117,6 +97,47 @@ func TestGatewayPodServes(t *testing.T) {
 	}
 }
 
+// startBackend starts an echo pod named user-service in ns with a
+// Service of the same name on port 8080 in front, and waits for it to be
+// ready.
+func startBackend(t testing.TB, ns string) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	backend := echoPod(ns, "user-service")
+	require.NoError(t, env.Client.Create(ctx, backend))
+	require.NoError(t, env.Client.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backend.Name},
+		Spec: corev1.ServiceSpec{
+			Selector: backend.Labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}))
+	awaitReady(t, backend)
+	return backend
+}
+
+// startOperator runs the operator's controllers for the test, with the
+// node's images and the node's address as the gateways' resolver.
+func startOperator(t testing.TB) {
+	t.Helper()
+	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &controller.Options{
+		DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP},
+	}})
+	testenv.RunManager(t, mgr, waitFor)
+}
+
+// newGateway is a gateway of replicas pods named name in ns with one
+// route, shop.example.com/users, to backend's Service.
+func newGateway(ns, name string, backend *corev1.Pod, replicas int32) *v1.APIGateway {
+	return &v1.APIGateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.APIGatewaySpec{Image: GatewayImage, Replicas: ptr.To(replicas), Routes: []v1.Route{{
+			Host: "shop.example.com", Path: "/users", PathType: v1.PathTypePrefix,
+			BackendService: v1.BackendService{Name: v1.ServiceName(backend.Name), Port: 8080},
+		}}},
+	}
+}
+
 // getThrough asks the gateway pod at ip for path on host and returns the
 // echo backend's reply.
 func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod, RequestURI string }) {
@@ -138,8 +159,9 @@ func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod
 const routeChangeWait = 3 * time.Minute
 
 // statusThrough is the status of a request through the gateway pod at
-// ip for path on host, or 0 when there is no answer.
-func statusThrough(ctx context.Context, ip, host, path string) int {
+// ip for path on newGateway's host, or 0 when there is no answer.
+func statusThrough(ctx context.Context, ip, path string) int {
+	const host = "shop.example.com"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+path, http.NoBody)
 	if err != nil {
 		return 0
@@ -207,7 +229,7 @@ func awaitGatewayPodReady(ctx context.Context, gw *v1.APIGateway, created time.T
 // kubelet points the pods (clusterDNS): a Service's name is its ready
 // pods' addresses, as a headless Service's would be. There is no
 // kube-proxy, so no ClusterIP would lead anywhere.
-func startServiceDNS(t *testing.T) {
+func startServiceDNS(t testing.TB) {
 	t.Helper()
 	_, stop, err := clusterdns.ServeLookup(net.JoinHostPort(controlplane.NodeIP, "53"), "cluster.local", readyPodIPs)
 	require.NoError(t, err)

@@ -71,7 +71,7 @@ func echoPod(ns, name string) *corev1.Pod {
 }
 
 // awaitReady waits until pod is Ready and returns its IP.
-func awaitReady(t *testing.T, pod *corev1.Pod) string {
+func awaitReady(t testing.TB, pod *corev1.Pod) string {
 	t.Helper()
 	var last string
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
