@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -529,7 +528,7 @@ server {
     proxy_http_version 1.1;
     proxy_max_temp_file_size %s;
 `, listen, serverName(host), ambiguousRequestPath, maxTempFile)
-	for _, h := range slices.Concat(gatewayHeaders, clearedHeaders) {
+	for _, h := range sentHeaders {
 		for line := range strings.Lines(h.comment) {
 			b.WriteString("    " + line)
 		}

@@ -112,7 +112,7 @@ var trafficSettings = []trafficSetting{
 			}
 			// The gateway's own request headers, repeated, then the
 			// route's; an added header's map at http level.
-			location := (len(gatewayHeaders)+len(clearedHeaders))*lineBytes + headersBound(m.Set, 1, 1) + headersBound(m.Add, 2, 0) + namesBound(m.Remove)
+			location := len(sentHeaders)*lineBytes + headersBound(m.Set, 1, 1) + headersBound(m.Add, 2, 0) + namesBound(m.Remove)
 			http := 0
 			for _, h := range m.Add {
 				http += 4*lineBytes + 2*len(h.Name) + 2*len(h.Value)

@@ -281,6 +281,11 @@ var clearedHeaders = []struct{ name, value, comment string }{
 	{name: "X-Forwarded-Scheme", value: `""`},
 }
 
+// sentHeaders are the proxy_set_header lines of every server, repeated by
+// a location that sets headers of its own: gatewayHeaders, then
+// clearedHeaders.
+var sentHeaders = slices.Concat(gatewayHeaders, clearedHeaders)
+
 // writeRequestHeaders sets, adds and removes the headers sent to the
 // backend. Set replaces the client's value; remove sends an empty value,
 // which nginx leaves out. Add keeps the client's value and appends one:
@@ -292,7 +297,7 @@ func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id st
 	if !changesHeaders(m) {
 		return nil
 	}
-	for _, h := range slices.Concat(gatewayHeaders, clearedHeaders) {
+	for _, h := range sentHeaders {
 		fmt.Fprintf(loc, "%sproxy_set_header %s %s;\n", indent, h.name, h.value)
 	}
 	return eachHeader(m, fld, headerWriters{
