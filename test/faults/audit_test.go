@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -124,6 +125,23 @@ func after(requests []request, t time.Time) []request {
 		}
 	}
 	return out
+}
+
+// staleRenewal is whether r is a Lease write the API server refused for its
+// resourceVersion. client-go's elector renews optimistically with the record
+// it observed last, and times that record from when the answer arrived: a
+// replica frozen between sending a renewal and reading its answer wakes
+// believing it renewed just now, sends one more renewal with the old
+// resourceVersion, and is refused. The Lease's optimistic concurrency is
+// the fence there: the request changed nothing.
+func (r request) staleRenewal() bool {
+	return r.isLeaseWrite() && r.ResponseStatus.Code == http.StatusConflict
+}
+
+// effective drops stale renewals: what is left are the writes that could
+// have changed something.
+func effective(requests []request) []request {
+	return slices.DeleteFunc(slices.Clone(requests), request.staleRenewal)
 }
 
 func describe(requests []request) string {

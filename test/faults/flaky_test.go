@@ -142,7 +142,7 @@ func TestFlakyAPIServer(t *testing.T) {
 	requests := readRequests(t, c.auditLog)
 	took, ok := tookOver(requests, follower.user, time.Time{})
 	require.True(t, ok, "%s never took the Lease", follower.user)
-	stale := after(by(requests, leader.user), took)
+	stale := effective(after(by(requests, leader.user), took))
 	t.Logf("writes of %s that arrived after the silence:%s", leader.user, describe(after(by(requests, leader.user), spoken)))
 	t.Logf("%s took over at %s; %d writes by %s in all, %d after that",
 		follower.user, took.Format("15:04:05.000"), len(by(requests, leader.user)), leader.user, len(stale))
