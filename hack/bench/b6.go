@@ -52,11 +52,11 @@ func benchB6B7(operator string, withB6, withB7 bool) func(context.Context, *harn
 		}
 		defer proc.stop()
 
-		first, err := h.growTo(ctx, proc, 0, b6First, b6Wait, false)
+		first, err := h.growTo(ctx, proc, 0, b6First, h.scaled(b6Wait), false)
 		if err != nil {
 			return nil, err
 		}
-		second, err := h.growTo(ctx, proc, b6First, b6Second, b6Wait, false)
+		second, err := h.growTo(ctx, proc, b6First, b6Second, h.scaled(b6Wait), false)
 		if err != nil {
 			return nil, err
 		}

@@ -139,7 +139,7 @@ func (h *harness) benchB7(ctx context.Context, proc *operatorProcess, mem manife
 	// reconcile every gateway within b7Wait (an operator whose caches
 	// outgrow GOMEMLIMIT spends its CPU collecting garbage), the burst
 	// comes anyway and the row says how many were reconciled.
-	idle, err := h.growTo(ctx, proc, b6Second, b7Gateways, b7Wait, true)
+	idle, err := h.growTo(ctx, proc, b6Second, b7Gateways, h.scaled(b7Wait), true)
 	if err != nil {
 		return row{}, err
 	}

@@ -44,6 +44,14 @@ type harness struct {
 	https  *http.Client
 	cancel context.CancelFunc
 	done   chan error
+	// scale is -budget-scale: a slower machine's waits inside a row grow
+	// with the row's budget.
+	scale float64
+}
+
+// scaled is d on this machine: d times -budget-scale.
+func (h *harness) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * h.scale)
 }
 
 // fastConfig raises the client-side rate limits so they do not dominate.
@@ -76,7 +84,7 @@ func newHarness(ctx context.Context, env *testenv.Env) (*harness, error) {
 	if err := webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 1}); err != nil {
 		return nil, err
 	}
-	h := &harness{env: env, config: cfg, client: c, mgr: mgr,
+	h := &harness{env: env, config: cfg, client: c, mgr: mgr, scale: 1,
 		addr:  net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)),
 		https: httpsClient(w.LocalServingCAData)}
 	mctx, cancel := context.WithCancel(ctx)

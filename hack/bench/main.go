@@ -134,6 +134,7 @@ func runStep(ctx context.Context, c config, st step) ([]row, error) {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		defer stop()
+		h.scale = c.scale
 	}
 	budget := time.Duration(float64(st.budget) * c.scale)
 	fmt.Fprintf(os.Stderr, "bench: running %s (budget %v)\n", id, budget)
