@@ -86,7 +86,7 @@ func serveWithin(t *testing.T, h http.Handler, limit int64, body []byte) (code i
 // charging what objects decode into, a 1 MiB review of "{}" routes held
 // some 300 MiB while it was charged 3 MiB.
 func TestConvertHoldsNoMoreThanCharged(t *testing.T) {
-	reviews := expandingReviews(1 << 20)
+	reviews := expandingReviews(1 << 19)
 	reviews["a legitimate 8 MiB list"] = string(largeReview(t, 8<<20))
 	for name, body := range reviews {
 		t.Run(name, func(t *testing.T) {

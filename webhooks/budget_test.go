@@ -79,7 +79,7 @@ func TestAdmissionHoldsNoMoreThanCharged(t *testing.T) {
 		"validating": validatingWebhook(testFinder(t)),
 		"mutating":   mutatingWebhook(fakeReader(t, nil, defaultNamespace(nil))),
 	}
-	for name, body := range admissionReviews(t, 1<<20) {
+	for name, body := range admissionReviews(t, 1<<19) {
 		for hName, h := range handlers {
 			t.Run(hName+"/"+name, func(t *testing.T) {
 				code, grew, charged := serveAdmission(t, h, 4<<30, body)
