@@ -121,8 +121,11 @@ func newInflightServer(t *testing.T, copies int64, maxWait time.Duration) *infli
 	mux.Handle("/", budget.Wrap(h, copies, Open))
 	mux.Handle("/admission/", budget.Wrap(h, copies, Admission))
 	s.Server = httptest.NewUnstartedServer(mux)
-	// As the webhook server bounds a request's arrival (Limits).
-	s.Config.ReadTimeout = time.Second
+	// As the webhook server bounds a request's arrival by default
+	// (Limits). A tighter bound made the requests the tests send, a
+	// megabyte or more, time out arriving under load (a 400 where the
+	// test waited for its 429): arrival is not what these tests are about.
+	s.Config.ReadTimeout = DefaultReadTimeout
 	s.Start()
 	t.Cleanup(s.Close)
 	return s
@@ -315,7 +318,7 @@ func TestInflightSlowBodyHoldsWhatArrived(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, code, "the largest request beside a slow one: %s", body)
 
-	// The server's read deadline (a second here) ends the slow request.
+	// The server's read deadline (DefaultReadTimeout) ends the slow request.
 	assert.NotEqual(t, http.StatusOK, <-slow)
 	_ = pw.Close()
 	s.waitHolding(t, 0)
