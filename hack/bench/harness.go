@@ -50,8 +50,12 @@ type harness struct {
 }
 
 // scaled is d on this machine: d times -budget-scale.
-func (h *harness) scaled(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * h.scale)
+func (h *harness) scaled(d time.Duration) time.Duration { return scaledBy(d, h.scale) }
+
+// scaledBy is d times scale: a row's budget, or a wait inside it, on a
+// machine -budget-scale times slower.
+func scaledBy(d time.Duration, scale float64) time.Duration {
+	return time.Duration(float64(d) * scale)
 }
 
 // fastConfig raises the client-side rate limits so they do not dominate.
@@ -65,7 +69,7 @@ func fastConfig(cfg *rest.Config) *rest.Config {
 // http11 is the TLS setting main uses by default: no HTTP/2.
 func http11(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
-func newHarness(ctx context.Context, env *testenv.Env) (*harness, error) {
+func newHarness(ctx context.Context, env *testenv.Env, scale float64) (*harness, error) {
 	cfg := fastConfig(env.Config)
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -84,7 +88,7 @@ func newHarness(ctx context.Context, env *testenv.Env) (*harness, error) {
 	if err := webhooks.SetupWithManager(mgr, webhooks.Options{DefaultImage: image, DefaultReplicas: 1}); err != nil {
 		return nil, err
 	}
-	h := &harness{env: env, config: cfg, client: c, mgr: mgr, scale: 1,
+	h := &harness{env: env, config: cfg, client: c, mgr: mgr, scale: scale,
 		addr:  net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)),
 		https: httpsClient(w.LocalServingCAData)}
 	mctx, cancel := context.WithCancel(ctx)

@@ -130,13 +130,12 @@ func runStep(ctx context.Context, c config, st step) ([]row, error) {
 	if !st.alone {
 		var stop func()
 		var err error
-		if h, stop, err = startHarness(ctx); err != nil {
+		if h, stop, err = startHarness(ctx, c.scale); err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		defer stop()
-		h.scale = c.scale
 	}
-	budget := time.Duration(float64(st.budget) * c.scale)
+	budget := scaledBy(st.budget, c.scale)
 	fmt.Fprintf(os.Stderr, "bench: running %s (budget %v)\n", id, budget)
 	t0 := time.Now()
 	stopProfile, err := startProfile(c.profiles, id)
@@ -160,7 +159,7 @@ func runStep(ctx context.Context, c config, st step) ([]row, error) {
 // startHarness starts a control plane with the webhook configurations and
 // the admission policies the manifests install, and the harness on it;
 // stop stops both.
-func startHarness(ctx context.Context) (h *harness, stop func(), err error) {
+func startHarness(ctx context.Context, scale float64) (h *harness, stop func(), err error) {
 	env, err := testenv.Start(testenv.Options{
 		Webhooks:              envtest.WebhookInstallOptions{Paths: []string{filepath.Join("manifests", "webhook")}},
 		ServiceClusterIPRange: "10.0.0.0/16",
@@ -171,7 +170,7 @@ func startHarness(ctx context.Context) (h *harness, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if h, err = newHarness(ctx, env); err != nil {
+	if h, err = newHarness(ctx, env, scale); err != nil {
 		return nil, nil, errors.Join(err, env.Stop())
 	}
 	return h, func() {
