@@ -20,6 +20,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/mirror"
 	"example.com/apigateway-operator/ownership"
 )
 
@@ -137,48 +138,51 @@ func familyValue(family string) string { return "f" + family }
 
 // Index adds Name to the APIGateway informer of c (once: a second call,
 // from the webhooks' or the reconciler's setup, reuses it) and returns a
-// Finder that reads it. The informer must see every namespace, as the
-// manager's cache does when it is not restricted to some (see
-// controller.CacheOptions): a route competes with gateways anywhere in the
-// cluster.
+// Finder that reads it. A route competes with the gateways of every
+// namespace the cache sees: the whole cluster, or the watched namespaces
+// in namespaced mode (see controller.CacheOptions).
 //
 // Why the informer's own index rather than a controller-runtime field index
 // read through the client: a cached List with a field selector parses the
 // selector, looks up two indexes and copies the result through reflection,
 // which was the validating webhook's largest cost under load; this is one
 // map read per key.
+//
+// In namespaced mode the index is a mirror of the watched namespaces'
+// informers (package mirror), which the Finder reads once it has synced.
 func Index(ctx context.Context, c cache.Cache) (Finder, error) {
 	informer, err := c.GetInformer(ctx, &v1.APIGateway{})
 	if err != nil {
 		return nil, fmt.Errorf("getting the APIGateway informer: %w", err)
 	}
-	shared, ok := informer.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
-		return nil, fmt.Errorf("the APIGateway informer (%T) does not expose its indexer", informer)
-	}
-	indexer := shared.GetIndexer()
 	registry.Lock()
 	defer registry.Unlock()
-	if counts, found := registry.counts[indexer]; found {
-		return indexFinder{indexer: indexer, counts: counts}, nil
+	if f, found := registry.finders[c]; found {
+		return f, nil
 	}
-	if err := informer.AddIndexers(Indexers()); err != nil {
+	indexer, synced, err := mirror.Indexer(informer, Indexers())
+	if err != nil {
 		return nil, fmt.Errorf("indexing APIGateways by route and host: %w", err)
 	}
 	counts := &namespaceCounts{m: map[string]map[string]int{}}
 	if _, err := informer.AddEventHandler(counts); err != nil {
 		return nil, fmt.Errorf("counting APIGateways by host and namespace: %w", err)
 	}
-	registry.counts[indexer] = counts
-	return indexFinder{indexer: indexer, counts: counts}, nil
+	f := indexFinder{indexer: indexer, counts: counts, synced: synced}
+	registry.finders[c] = f
+	return f, nil
 }
 
-// registry holds the namespace counts of each indexed informer, so the
-// webhooks and the reconciler, which both call Index, share one.
+// registry holds the Finder of each cache, so the webhooks and the
+// reconciler, which both call Index, share one.
 var registry = struct {
 	sync.Mutex
-	counts map[toolscache.Indexer]*namespaceCounts
-}{counts: map[toolscache.Indexer]*namespaceCounts{}}
+	finders map[cache.Cache]indexFinder
+}{finders: map[cache.Cache]indexFinder{}}
+
+// errNotSynced is the Finder's answer while its index, a mirror, has not
+// synced: the reconciler retries, the webhook's failure policy decides.
+var errNotSynced = errors.New("the APIGateways of the watched namespaces are not indexed yet")
 
 // NewFinder is the Finder over indexer, which must hold the indexes Name
 // and HostName (a test's toolscache.NewIndexer with IndexFunc and
@@ -207,11 +211,27 @@ func countNamespaces(indexer toolscache.Indexer) *namespaceCounts {
 type indexFinder struct {
 	indexer toolscache.Indexer
 	counts  *namespaceCounts // nil: list the indexer
+	// synced, when not nil, is closed once the indexer, a mirror, holds
+	// the gateways the cache held when it synced (mirror.Indexer).
+	synced <-chan struct{}
+}
+
+// await waits until f's indexer has synced, or ctx is done.
+func (f indexFinder) await(ctx context.Context) error {
+	if f.synced == nil {
+		return nil
+	}
+	select {
+	case <-f.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errNotSynced, context.Cause(ctx))
+	}
 }
 
 // Serving implements Finder.
-func (f indexFinder) Serving(_ context.Context, key string) ([]*v1.APIGateway, error) {
-	return f.byIndex(Name, key)
+func (f indexFinder) Serving(ctx context.Context, key string) ([]*v1.APIGateway, error) {
+	return f.byIndex(ctx, Name, key)
 }
 
 // HostNamespaces implements Finder.
@@ -227,6 +247,9 @@ func (f indexFinder) FamilyNamespaces(family string) []string {
 // on a host ownership does not index, filtered; for such a host itself,
 // every gateway, filtered.
 func (f indexFinder) Overlapping(host string) ([]*v1.APIGateway, error) {
+	if !mirror.Synced(f.synced) {
+		return nil, errNotSynced
+	}
 	var candidates []any
 	if ownership.Indexable(host) {
 		for _, v := range append(ancestorValues(host), belowValue(strings.TrimPrefix(host, "*.")), shortValue) {
@@ -266,13 +289,13 @@ func ancestorValues(host string) []string {
 }
 
 // OnHost implements Finder.
-func (f indexFinder) OnHost(_ context.Context, namespace, host string) ([]*v1.APIGateway, error) {
-	return f.byIndex(HostName, hostValue(host)+"\x00"+namespace)
+func (f indexFinder) OnHost(ctx context.Context, namespace, host string) ([]*v1.APIGateway, error) {
+	return f.byIndex(ctx, HostName, hostValue(host)+"\x00"+namespace)
 }
 
 // InFamily implements Finder.
-func (f indexFinder) InFamily(_ context.Context, namespace, family string) ([]*v1.APIGateway, error) {
-	return f.byIndex(HostName, familyValue(family)+"\x00"+namespace)
+func (f indexFinder) InFamily(ctx context.Context, namespace, family string) ([]*v1.APIGateway, error) {
+	return f.byIndex(ctx, HostName, familyValue(family)+"\x00"+namespace)
 }
 
 func (f indexFinder) namespaces(value string) []string {
@@ -282,7 +305,10 @@ func (f indexFinder) namespaces(value string) []string {
 	return countNamespaces(f.indexer).namespaces(value)
 }
 
-func (f indexFinder) byIndex(index, value string) ([]*v1.APIGateway, error) {
+func (f indexFinder) byIndex(ctx context.Context, index, value string) ([]*v1.APIGateway, error) {
+	if err := f.await(ctx); err != nil {
+		return nil, err
+	}
 	objs, err := f.indexer.ByIndex(index, value)
 	if err != nil {
 		return nil, err

@@ -144,3 +144,31 @@ func TestOverlappingFindsWhatAScanFinds(t *testing.T) {
 		assert.ElementsMatch(t, want, got, "host %s", h)
 	}
 }
+
+// TestMirrorAnswersOnceSynced: a Finder over a mirror (namespaced mode)
+// does not answer from a mirror its informers' first lists have not
+// filled: the reads with a context wait for it, and give up with it;
+// Overlapping refuses. Once synced, it finds what the mirror holds.
+func TestMirrorAnswersOnceSynced(t *testing.T) {
+	gw := gateway("team-a", "shop", nil, route("/users"))
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, Indexers())
+	synced := make(chan struct{})
+	f := indexFinder{indexer: indexer, counts: countNamespaces(indexer), synced: synced}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := f.OnHost(ctx, "team-a", "api.example.com")
+	require.ErrorIs(t, err, errNotSynced)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = f.Overlapping("api.example.com")
+	require.ErrorIs(t, err, errNotSynced)
+
+	require.NoError(t, indexer.Add(gw))
+	close(synced)
+	gws, err := f.OnHost(context.Background(), "team-a", "api.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []*v1.APIGateway{gw}, gws)
+	gws, err = f.Overlapping("api.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []*v1.APIGateway{gw}, gws)
+}

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"example.com/apigateway-operator/mirror"
 )
 
 // ServicePorter tells which backend Services exist and which port numbers
@@ -23,8 +25,9 @@ type ServicePorter interface {
 	Ports(ctx context.Context, namespace string, names []string) map[string][]int32
 }
 
-// serviceCache is a cluster-wide Service informer of its own that keeps
-// only each Service's name, namespace and port numbers.
+// serviceCache is a Service informer of its own, of every namespace or of
+// the watched ones, that keeps only each Service's name, namespace and
+// port numbers.
 //
 // Why its own cache: the warning needs the ports of any Service a route may
 // name, so a lookup per route against the API server would cost one round
@@ -38,17 +41,22 @@ type ServicePorter interface {
 type serviceCache struct {
 	cache    cache.Cache
 	informer cache.Informer
-	// store is the informer's store: a lookup of a Service that does not
+	// store is the informer's store, or a mirror of the watched
+	// namespaces' (package mirror): a lookup of a Service that does not
 	// exist, the usual case while a gateway is being set up, is a map miss
 	// rather than a NotFound error built and thrown away.
 	store toolscache.Store
+	// synced is the mirror's (mirror.Indexer): nil for the informer's own
+	// store.
+	synced <-chan struct{}
 }
 
 var _ ServicePorter = &serviceCache{}
 
-// newServiceCache builds the cache; the manager must run it (mgr.Add).
-func newServiceCache(mgr manager.Manager) (*serviceCache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
+// newServiceCache builds the cache, of namespaces only when there are
+// some; the manager must run it (mgr.Add).
+func newServiceCache(mgr manager.Manager, namespaces []string) (*serviceCache, error) {
+	opts := cache.Options{
 		HTTPClient: mgr.GetHTTPClient(),
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
@@ -58,7 +66,14 @@ func newServiceCache(mgr manager.Manager) (*serviceCache, error) {
 		// A read must never start (and wait for) an informer of some
 		// other kind: this cache serves Services only.
 		ReaderFailOnMissingInformer: true,
-	})
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("building the Service cache: %w", err)
 	}
@@ -68,18 +83,18 @@ func newServiceCache(mgr manager.Manager) (*serviceCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering the Service informer: %w", err)
 	}
-	shared, ok := informer.(interface{ GetStore() toolscache.Store })
-	if !ok {
-		return nil, fmt.Errorf("the Service informer (%T) does not expose its store", informer)
+	store, synced, err := mirror.Indexer(informer, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Service informer: %w", err)
 	}
-	return &serviceCache{cache: c, informer: informer, store: shared.GetStore()}, nil
+	return &serviceCache{cache: c, informer: informer, store: store, synced: synced}, nil
 }
 
 // Ports reads the cache. Until the informer has synced it answers nil, so
 // no admission request ever waits for a cluster-wide list; the port
 // warning is advice and may be skipped.
 func (s *serviceCache) Ports(_ context.Context, namespace string, names []string) map[string][]int32 {
-	if !s.informer.HasSynced() {
+	if !s.informer.HasSynced() || !mirror.Synced(s.synced) {
 		return nil
 	}
 	var ports map[string][]int32

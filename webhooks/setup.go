@@ -40,6 +40,11 @@ type Options struct {
 	// namespace that claimed it first (ownership.Strict, the default when
 	// empty).
 	Policy ownership.Policy
+	// Namespaces, when set, are the only namespaces the manager's cache
+	// sees (--watch-namespaces), and the webhook configurations' (their
+	// namespaceSelector): the Service cache of the port warning watches
+	// these only, which is all the operator may list.
+	Namespaces []string
 	// Tracing wraps each path in a server span that continues the trace
 	// the API server sends (traceparent), named apigateway.mutate,
 	// apigateway.validate and apigateway.convert (see package tracing).
@@ -80,7 +85,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, ns); err != nil {
 		return fmt.Errorf("watching Namespace metadata: %w", err)
 	}
-	services, err := newServiceCache(mgr)
+	services, err := newServiceCache(mgr, opts.Namespaces)
 	if err != nil {
 		return err
 	}

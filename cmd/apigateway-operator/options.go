@@ -144,7 +144,7 @@ func (o *options) complete() error {
 	if o.namespaces, err = parseNamespaces(o.watchNamespaces); err != nil {
 		return err
 	}
-	o.controller.Namespaces = o.namespaces
+	o.controller.Namespaces, o.webhooks.Namespaces = o.namespaces, o.namespaces
 	p, err := parseOwnership(o.ownership)
 	if err != nil {
 		return err

@@ -1,0 +1,77 @@
+// Package mirror gives an informer's objects an indexer to read: the
+// informer's own when it exposes one, as controller-runtime's informer of
+// every namespace does, and otherwise a copy kept by its events. A cache
+// restricted to some namespaces (--watch-namespaces) has one informer per
+// namespace behind the one GetInformer returns, and no indexer or store
+// holds them all.
+package mirror
+
+import (
+	"fmt"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// Indexer returns informer's indexer with indexers added, and nil: the
+// cache's own sync covers it. An informer that exposes none gets a mirror
+// (see Handler) with indexers, and synced, which is closed once the mirror
+// holds what the informer held when it synced; until then the mirror may
+// lack objects the informer has. Call it once per informer: a second call
+// adds the indexers again, which the informer refuses, or a second mirror.
+func Indexer(informer cache.Informer, indexers toolscache.Indexers) (toolscache.Indexer, <-chan struct{}, error) {
+	if own, ok := informer.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		if len(indexers) > 0 {
+			if err := informer.AddIndexers(indexers); err != nil {
+				return nil, nil, err
+			}
+		}
+		return own.GetIndexer(), nil, nil
+	}
+	if indexers == nil {
+		indexers = toolscache.Indexers{}
+	}
+	m := Handler{Store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)}
+	reg, err := informer.AddEventHandler(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mirroring %s: %w", informer.HasSyncedChecker().Name(), err)
+	}
+	return m.Store.(toolscache.Indexer), reg.HasSyncedChecker().Done(), nil
+}
+
+// Synced reports whether synced, as Indexer returns it, is nil or closed.
+func Synced(synced <-chan struct{}) bool {
+	if synced == nil {
+		return true
+	}
+	select {
+	case <-synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Handler keeps Store a copy of an informer's objects by its events. It
+// holds the informer's objects, not copies of them (they are the cache's,
+// read only): what it costs is its keys and indexes. It lags the
+// informer's own store by the delivery of an event.
+type Handler struct {
+	Store toolscache.Store
+}
+
+var _ toolscache.ResourceEventHandler = Handler{}
+
+// OnAdd implements toolscache.ResourceEventHandler.
+func (h Handler) OnAdd(obj any, _ bool) { _ = h.Store.Add(obj) }
+
+// OnUpdate implements toolscache.ResourceEventHandler.
+func (h Handler) OnUpdate(_, obj any) { _ = h.Store.Update(obj) }
+
+// OnDelete implements toolscache.ResourceEventHandler.
+func (h Handler) OnDelete(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	_ = h.Store.Delete(obj)
+}

@@ -1,0 +1,53 @@
+package mirror
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func svc(ns, name, version string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: version}}
+}
+
+// TestHandler: the store holds what the informer's events leave, a
+// tombstone's object deleted too.
+func TestHandler(t *testing.T) {
+	a1, a2, b := svc("team-a", "api", "1"), svc("team-a", "api", "2"), svc("team-b", "api", "3")
+	for _, tc := range []struct {
+		name   string
+		events func(h Handler)
+		want   []string // namespace/name@version
+	}{
+		{"adds", func(h Handler) { h.OnAdd(a1, true); h.OnAdd(b, false) }, []string{"team-a/api@1", "team-b/api@3"}},
+		{"an update replaces", func(h Handler) { h.OnAdd(a1, true); h.OnUpdate(a1, a2) }, []string{"team-a/api@2"}},
+		{"a delete removes", func(h Handler) { h.OnAdd(a1, true); h.OnAdd(b, true); h.OnDelete(a1) }, []string{"team-b/api@3"}},
+		{"a tombstone removes its object", func(h Handler) {
+			h.OnAdd(a1, true)
+			h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/api", Obj: a1})
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Handler{Store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}
+			tc.events(h)
+			var got []string
+			for _, o := range h.Store.List() {
+				s := o.(*corev1.Service)
+				got = append(got, s.Namespace+"/"+s.Name+"@"+s.ResourceVersion)
+			}
+			assert.ElementsMatch(t, tc.want, got)
+		})
+	}
+}
+
+func TestSynced(t *testing.T) {
+	assert.True(t, Synced(nil), "the informer's own store: the cache's sync covers it")
+	ch := make(chan struct{})
+	assert.False(t, Synced(ch))
+	close(ch)
+	require.True(t, Synced(ch))
+}
