@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -36,18 +35,11 @@ func TestMain(m *testing.M) {
 // the chart's output is comparable to theirs as is.
 const release = Namespace
 
-// helmBin is the pinned helm that `make helm` builds, its version read from
-// the Makefile so that the two never disagree. A missing helm is a failure,
-// not a skip: an untested chart must not pass.
+// helmBin is the pinned helm (testenv.HelmBin).
 func helmBin(t *testing.T) string {
 	t.Helper()
-	makefile, err := os.ReadFile(filepath.Join(env.Root, "Makefile"))
+	bin, err := testenv.HelmBin(env.Root)
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^HELM_VERSION\s*\?=\s*(\S+)`).FindSubmatch(makefile)
-	require.NotNil(t, m, "the Makefile pins no HELM_VERSION")
-	bin := filepath.Join(env.Root, "bin", "helm-"+string(m[1]))
-	_, err = os.Stat(bin)
-	require.NoError(t, err, "helm is missing: run `make helm` (make test builds it first)")
 	return bin
 }
 

@@ -31,12 +31,19 @@ func (c *ControlPlane) InstallLocal(ctx context.Context, root, webhookURL string
 		return nil, fmt.Errorf("rendering manifests/local: %w", err)
 	}
 	rendered = bytes.ReplaceAll(rendered, []byte(localWebhookURL+"/"), []byte(strings.TrimSuffix(webhookURL, "/")+"/"))
+	return c.install(ctx, "manifests/local", rendered)
+}
+
+// install applies rendered (what source renders) as the administrator and
+// waits as InstallLocal says.
+func (c *ControlPlane) install(ctx context.Context, source string, rendered []byte) ([]byte, error) {
+	kubectl := filepath.Join(c.opts.BinDir, "kubectl")
 	kubeconfig := "--kubeconfig=" + c.path(kubeconfigFile)
 	apply := exec.CommandContext(ctx, kubectl, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-")
 	apply.Stdin = bytes.NewReader(rendered)
 	out, err := apply.CombinedOutput()
 	if err != nil {
-		return out, fmt.Errorf("installing manifests/local failed: %w\n%s", err, out)
+		return out, fmt.Errorf("installing %s failed: %w\n%s", source, err, out)
 	}
 	wait := exec.CommandContext(ctx, kubectl, kubeconfig, "wait", "--for=condition=Established",
 		fmt.Sprintf("--timeout=%ds", int(c.opts.StartTimeout.Seconds())), apiGatewayCRD)

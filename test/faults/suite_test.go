@@ -17,14 +17,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/charts"
 	"example.com/apigateway-operator/test/controlplane"
 	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
@@ -112,6 +115,8 @@ type cluster struct {
 	auditLog string
 	// webhookPort is where the installed webhook configurations point.
 	webhookPort int
+	// chart is what clusterOptions.watchNamespaces installed.
+	chart []*unstructured.Unstructured
 }
 
 type clusterOptions struct {
@@ -119,6 +124,11 @@ type clusterOptions struct {
 	audit []string
 	// apiServerFlags add kube-apiserver flags.
 	apiServerFlags map[string]string
+	// watchNamespaces, when set, installs the chart in namespaced mode
+	// for them (they are created first) instead of manifests/local, and
+	// the operator runs as its ServiceAccount (operatorUser), which the
+	// chart's RBAC binds, instead of as the replicas.
+	watchNamespaces []string
 }
 
 // writeVerbs are the verbs of every write.
@@ -150,15 +160,22 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	if flags == nil {
 		flags = map[string]string{}
 	}
+	users := []controlplane.User{controlplane.ServiceAccount(operatorNS, operatorSA)}
+	if len(opts.watchNamespaces) == 0 {
+		users = nil
+		for _, r := range replicas {
+			users = append(users, controlplane.User{Name: r, Groups: []string{replicasGroup}})
+		}
+	}
 	if len(opts.audit) > 0 {
+		var names []string
+		for _, u := range users {
+			names = append(names, `"`+u.Name+`"`)
+		}
 		policy := filepath.Join(c.dir, "audit-policy.yaml")
-		require.NoError(t, os.WriteFile(policy, []byte(fmt.Sprintf(auditPolicy, strings.Join(replicas, ", "), strings.Join(opts.audit, ", "))), 0o600))
+		require.NoError(t, os.WriteFile(policy, []byte(fmt.Sprintf(auditPolicy, strings.Join(names, ", "), strings.Join(opts.audit, ", "))), 0o600))
 		c.auditLog = filepath.Join(c.dir, "audit.log")
 		maps.Copy(flags, map[string]string{"audit-policy-file": policy, "audit-log-path": c.auditLog, "audit-log-format": "json"})
-	}
-	var users []controlplane.User
-	for _, r := range replicas {
-		users = append(users, controlplane.User{Name: r, Groups: []string{replicasGroup}})
 	}
 	cp, err := controlplane.New(controlplane.Options{
 		BinDir: binDir, APIServerFlags: flags, Users: users,
@@ -178,16 +195,64 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	start := time.Now()
 	require.NoError(t, cp.Start(t.Context()))
 	c.webhookPort = ports.For(t)
-	out, err := cp.InstallLocal(t.Context(), root, "https://127.0.0.1:"+strconv.Itoa(c.webhookPort))
-	require.NoError(t, err, "%s", out)
 	c.cfg, err = cp.Config(controlplane.Admin)
 	require.NoError(t, err)
 	c.cfg.QPS, c.cfg.Burst = 200, 400
 	c.client, err = client.New(c.cfg, client.Options{Scheme: testenv.NewScheme()})
 	require.NoError(t, err)
+	if len(opts.watchNamespaces) > 0 {
+		c.installNamespaced(t, opts.watchNamespaces)
+		t.Logf("control plane up and the chart installed (watchNamespaces %v) in %s", opts.watchNamespaces, time.Since(start).Round(time.Millisecond))
+		return c
+	}
+	out, err := cp.InstallLocal(t.Context(), root, c.webhookURL())
+	require.NoError(t, err, "%s", out)
 	c.bindReplicas(t)
 	t.Logf("control plane up and manifests/local installed in %s", time.Since(start).Round(time.Millisecond))
 	return c
+}
+
+func (c *cluster) webhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(c.webhookPort) }
+
+// installNamespaced creates the release's namespace and watched, and
+// installs the chart into the first with watchNamespaces set to the
+// others, as a platform team would (docs/platform.md): its webhooks then
+// point at webhookPort.
+func (c *cluster) installNamespaced(t *testing.T, watched []string) {
+	t.Helper()
+	for _, ns := range append([]string{operatorNS}, watched...) {
+		require.NoError(t, c.client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	helm, err := testenv.HelmBin(root)
+	require.NoError(t, err)
+	objs, out, err := c.cp.InstallChart(t.Context(), controlplane.Chart{
+		Helm: helm, Dir: filepath.Join(root, charts.Dir), Namespace: operatorNS,
+		Set: []string{"watchNamespaces={" + strings.Join(watched, ",") + "}"},
+	}, c.webhookURL())
+	require.NoError(t, err, "%s", out)
+	c.chart = objs
+}
+
+// managerArgs are the arguments the installed chart's Deployment gives
+// the operator.
+func (c *cluster) managerArgs(t *testing.T) []string {
+	t.Helper()
+	for _, o := range c.chart {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		for _, ct := range containers {
+			if m := ct.(map[string]any); m["name"] == "manager" {
+				args, _, err := unstructured.NestedStringSlice(m, "args")
+				require.NoError(t, err)
+				return args
+			}
+		}
+	}
+	require.FailNow(t, "the chart installed no Deployment with a manager container")
+	return nil
 }
 
 // bindReplicas binds the operator's roles to the replicas' group, beside
@@ -206,7 +271,10 @@ func (c *cluster) bindReplicas(t *testing.T) {
 
 // operatorUser is the operator's ServiceAccount as the admission policies
 // of manifests/policy name it.
-const operatorUser = "system:serviceaccount:" + operatorNS + ":apigateway-operator"
+const operatorUser = "system:serviceaccount:" + operatorNS + ":" + operatorSA
+
+// operatorSA is the operator's ServiceAccount, in operatorNS.
+const operatorSA = "apigateway-operator"
 
 // policiesTrustReplicas lets the replicas' group pass the admission
 // policies that name the operator's ServiceAccount (who may write
