@@ -103,6 +103,7 @@ func TestNamespacedMode(t *testing.T) {
 	assert.Len(t, opts.Cache.DefaultNamespaces, 2)
 	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-a")
 	assert.Contains(t, opts.Cache.DefaultNamespaces, "team-b")
+	assert.Equal(t, []string{"team-a", "team-b"}, o.webhooks.Namespaces, "the webhooks' Service cache lists these only")
 	o, err = parse(t)
 	require.NoError(t, err)
 	assert.Empty(t, o.managerOptions(runtime.NewScheme(), func(*tls.Config) {}, nil, nil).Cache.DefaultNamespaces)

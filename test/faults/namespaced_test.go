@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -30,7 +33,8 @@ var readVerbs = []string{"get", "list", "watch"}
 // team-b], so the ServiceAccount holds Roles in those namespaces and the
 // ClusterRole's cluster-scoped rules only) and runs the operator binary as
 // that ServiceAccount with the Deployment's arguments. A gateway in team-a
-// is reconciled and its host recorded in a HostClaim; team-b is refused
+// is reconciled and its host recorded in a HostClaim, and the webhook
+// warns of a missing port on a Service of team-a; team-b is refused
 // the host at admission, and a gateway team-b stored while the operator
 // was down loses it (HostOwned); a gateway in team-c, which is not
 // watched, passes admission unchecked (the webhooks' namespaceSelector)
@@ -61,6 +65,7 @@ func TestNamespacedModeWithHostClaims(t *testing.T) {
 	assert.Equal(t, accepted.Generation, ready.ObservedGeneration)
 	t.Logf("%s/%s: Ready=%s %s: %s", teamA, owner.Name, ready.Status, ready.Reason, ready.Message)
 	claim := c.awaitClaim(t, host, teamA)
+	c.awaitPortWarning(t, teamA)
 
 	err := c.client.Create(t.Context(), onHost(gateway(teamB, "shop", 1, "/")))
 	refusedAt(t, err, "spec.routes[0].host", "belongs to namespace "+teamA)
@@ -125,6 +130,47 @@ func (c *cluster) controlledBy(t *testing.T, gw *v1.APIGateway) []string {
 			return nil
 		}))
 	}
+	return out
+}
+
+// awaitPortWarning creates the Service the gateways route to in ns,
+// without their port, and waits until the validating webhook warns of it
+// (its Service cache lists the watched namespaces).
+func (c *cluster) awaitPortWarning(t *testing.T, ns string) {
+	t.Helper()
+	require.NoError(t, c.client.Create(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backend"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}))
+	w := &warnings{}
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.WarningHandler = w
+	warned, err := client.New(cfg, client.Options{Scheme: testenv.NewScheme()})
+	require.NoError(t, err)
+	const want = `Service "backend" has no port 8080 (its ports: 80)`
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, warned.Create(t.Context(), gateway(ns, "ports", 1, "/"), client.DryRunAll))
+		got := w.take()
+		assert.True(ct, slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, want) }), "warnings: %q", got)
+	}, waitFor, 250*time.Millisecond)
+}
+
+// warnings collects the API server's warnings to a client.
+type warnings struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+// take returns the warnings so far, and forgets them.
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.texts
+	w.texts = nil
 	return out
 }
 
