@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/mirror"
 	"example.com/apigateway-operator/render"
 )
 
@@ -44,12 +45,7 @@ func newBackendServices(mgr ctrl.Manager, namespaces []string) (*backendServices
 		// A read must never start (and wait for) an informer of some
 		// other kind: this cache serves Services only.
 		ReaderFailOnMissingInformer: true,
-	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
+		DefaultNamespaces:           mirror.Namespaces(namespaces),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.APIGateway{}, backendServiceIndex, backendServiceNames); err != nil {
 		return nil, fmt.Errorf("indexing APIGateways by backend Service: %w", err)

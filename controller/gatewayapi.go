@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/mirror"
 )
 
 // HTTPRouteCRD is the name of Gateway API's HTTPRoute CRD. Whether the
@@ -267,12 +268,7 @@ func (w *httpRouteWatch) start(ctx context.Context) (*routeCache, error) {
 		Mapper:                      w.mgr.GetRESTMapper(),
 		ByObject:                    map[client.Object]cache.ByObject{&gatewayv1.HTTPRoute{}: cachedChildren(httpRouteChild)},
 		ReaderFailOnMissingInformer: true,
-	}
-	if len(w.namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range w.namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
+		DefaultNamespaces:           mirror.Namespaces(w.namespaces),
 	}
 	c, err := cache.New(w.mgr.GetConfig(), opts)
 	if err != nil {

@@ -1,8 +1,9 @@
-// Package mirror gives an informer's objects an indexer to read: the
-// informer's own when it exposes one, as controller-runtime's informer of
-// every namespace does, and otherwise a copy kept by its events. A cache
-// restricted to some namespaces (--watch-namespaces) has one informer per
-// namespace behind the one GetInformer returns, and no indexer or store
+// Package mirror serves caches restricted to some namespaces
+// (--watch-namespaces): it says which namespaces a cache sees, and gives an
+// informer's objects an indexer to read: the informer's own when it exposes
+// one, as controller-runtime's informer of every namespace does, and
+// otherwise a copy kept by its events. A restricted cache has one informer
+// per namespace behind the one GetInformer returns, and no indexer or store
 // holds them all.
 package mirror
 
@@ -12,6 +13,21 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
+
+// Namespaces is cache.Options.DefaultNamespaces for namespaces: nil, every
+// namespace, when there are none. Every cache of the operator that holds
+// namespaced objects is built with it, so none lists what its Roles do not
+// allow.
+func Namespaces(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	m := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		m[ns] = cache.Config{}
+	}
+	return m
+}
 
 // Indexer returns informer's indexer with indexers added, and nil: the
 // cache's own sync covers it. An informer that exposes none gets a mirror

@@ -51,3 +51,14 @@ func TestSynced(t *testing.T) {
 	close(ch)
 	require.True(t, Synced(ch))
 }
+
+// TestNamespaces: no namespaces is every namespace (nil); some are exactly
+// those.
+func TestNamespaces(t *testing.T) {
+	assert.Nil(t, Namespaces(nil))
+	assert.Nil(t, Namespaces([]string{}))
+	got := Namespaces([]string{"team-a", "team-b"})
+	assert.Len(t, got, 2)
+	assert.Contains(t, got, "team-a")
+	assert.Contains(t, got, "team-b")
+}

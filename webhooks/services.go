@@ -66,12 +66,7 @@ func newServiceCache(mgr manager.Manager, namespaces []string) (*serviceCache, e
 		// A read must never start (and wait for) an informer of some
 		// other kind: this cache serves Services only.
 		ReaderFailOnMissingInformer: true,
-	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
+		DefaultNamespaces:           mirror.Namespaces(namespaces),
 	}
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -27,6 +26,7 @@ import (
 	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/lease"
 	"example.com/apigateway-operator/manifests/policy"
+	"example.com/apigateway-operator/mirror"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/render"
 	"example.com/apigateway-operator/tracing"
@@ -312,16 +312,12 @@ func (o *options) managerOptions(scheme *runtime.Scheme, serving func(*tls.Confi
 		webhookServer = auth.Server(webhookServer)
 	}
 	cacheOpts := controller.CacheOptions()
-	if len(o.namespaces) > 0 {
-		// Namespaced objects (gateways, children, Services) of these
-		// namespaces only (the reconciler's HTTPRoute cache too, through
-		// o.controller.Namespaces); cluster-scoped ones (Namespaces,
-		// IngressClasses, the HTTPRoute CRD) stay cluster-wide.
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+	// Namespaced objects (gateways, children, Services) of these namespaces
+	// only (the reconciler's and the webhooks' own caches too, through
+	// o.controller.Namespaces and o.webhooks.Namespaces); cluster-scoped
+	// ones (Namespaces, IngressClasses, the HTTPRoute CRD) stay
+	// cluster-wide.
+	cacheOpts.DefaultNamespaces = mirror.Namespaces(o.namespaces)
 	opts := ctrl.Options{
 		Scheme: scheme,
 		Cache:  cacheOpts,
