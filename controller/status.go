@@ -63,19 +63,59 @@ func computeStatus(gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	set(degradedCondition(gw, dep, failures))
+	degraded, ready, accepted := degradedCondition(gw, dep, failures), readyCondition(gw, dep, failures, live), acceptedCondition(lost)
+	set(degraded)
 	set(progressingCondition(gw, dep, failures, live.condition))
-	set(readyCondition(gw, dep, failures, live))
+	set(ready)
 	// Last: gateways stored before the condition existed get it appended,
 	// so every gateway lists its conditions in one order.
-	set(acceptedCondition(lost))
+	set(accepted)
 	if exposed != nil {
 		set(*exposed)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionExposed)
 	}
 	set(live.condition)
+	set(stalledCondition(degraded, ready, accepted))
 	return st
+}
+
+// terminalReasons are the reasons of Degraded, Ready and Accepted that no
+// retry clears: someone must change the routes, the cluster or the image
+// (with stuckReasons, the kubelet's). ApplyFailed is not among them: the
+// API server may accept the child the next time.
+var terminalReasons = map[string]bool{
+	ReasonInvalidRoutes:           true,
+	ReasonChildNameTaken:          true,
+	v1.ReasonGatewayAPIMissing:    true,
+	ReasonRolloutStuck:            true,
+	v1.ReasonConfigurationRefused: true,
+	v1.ReasonRouteConflict:        true,
+	v1.ReasonHostOwned:            true,
+	v1.ReasonDomainBound:          true,
+}
+
+// healthyStatus is the status of each condition Stalled reads when it
+// reports nothing wrong.
+var healthyStatus = map[string]metav1.ConditionStatus{
+	v1.ConditionDegraded: metav1.ConditionFalse,
+	v1.ConditionReady:    metav1.ConditionTrue,
+	v1.ConditionAccepted: metav1.ConditionTrue,
+}
+
+// stalledCondition is True, with the first of conds that is not healthy for
+// a terminal reason, when the gateway will not reach its spec without a
+// change: kstatus (Flux) reads it as Failed and stops waiting. Degraded
+// comes first: its message names the child.
+func stalledCondition(conds ...metav1.Condition) metav1.Condition {
+	for _, c := range conds {
+		if c.Status != healthyStatus[c.Type] && (terminalReasons[c.Reason] || stuckReasons[c.Reason]) {
+			return metav1.Condition{Type: v1.ConditionStalled, Status: metav1.ConditionTrue, Reason: c.Reason,
+				Message: c.Type + ": " + c.Message}
+		}
+	}
+	return metav1.Condition{Type: v1.ConditionStalled, Status: metav1.ConditionFalse, Reason: v1.ReasonNotStalled,
+		Message: "nothing that needs a change keeps the gateway from its spec; see the Ready condition"}
 }
 
 // acceptedCondition says whether gw serves every route it asks for. It is

@@ -34,6 +34,7 @@ func TestComputeStatus(t *testing.T) {
 		progWhy   string
 		degraded  metav1.ConditionStatus
 		degradWhy string
+		stalled   string // Stalled's reason; empty: False, NotStalled
 	}{
 		"no deployment yet": {replicas: 2, ready: "False", readyWhy: ReasonDeploymentMissing, progWhy: ReasonRollingOut,
 			degraded: "False", degradWhy: ReasonChildrenApplied},
@@ -52,29 +53,35 @@ func TestComputeStatus(t *testing.T) {
 			ready:    "False", readyWhy: ReasonApplyFailed, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonApplyFailed},
 		"routes refused": {replicas: 2,
 			failures: []failure{{kind: "ConfigMap", name: "gw-config", reason: ReasonInvalidRoutes, err: errors.New("bad path")}},
-			ready:    "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonInvalidRoutes},
+			ready:    "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonInvalidRoutes,
+			stalled: ReasonInvalidRoutes},
 		"config name taken": {replicas: 2, failures: []failure{
 			{kind: "ConfigMap", name: "gw-config", reason: ReasonChildNameTaken, err: &nameTakenError{}},
 			*notApplied("Deployment", "gw", "its pods would mount ConfigMap gw-config"),
 		},
-			ready: "False", readyWhy: ReasonChildNameTaken, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonChildNameTaken},
+			ready: "False", readyWhy: ReasonChildNameTaken, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonChildNameTaken,
+			stalled: ReasonChildNameTaken},
 		"service name taken while another child failed": {replicas: 2, dep: deploymentWith(4, ready), failures: []failure{
 			{kind: "Deployment", name: "gw", reason: ReasonApplyFailed, err: errors.New("boom")},
 			{kind: "Service", name: "gw", reason: ReasonChildNameTaken, err: &nameTakenError{}},
 			*notApplied("Ingress", "gw", "it would send the gateway's hosts to Service gw"),
 		},
-			ready: "False", readyWhy: ReasonChildNameTaken, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonChildNameTaken},
+			ready: "False", readyWhy: ReasonChildNameTaken, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonChildNameTaken,
+			stalled: ReasonChildNameTaken},
 		"routes refused and a name taken": {replicas: 2, failures: []failure{
 			{kind: "ConfigMap", name: "gw-config", reason: ReasonInvalidRoutes, err: errors.New("bad path")},
 			{kind: "Service", name: "gw", reason: ReasonChildNameTaken, err: &nameTakenError{}},
 		},
-			ready: "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonInvalidRoutes},
+			ready: "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonChildrenNotApplied, degraded: "True", degradWhy: ReasonInvalidRoutes,
+			stalled: ReasonInvalidRoutes},
 		"routes refused after the gateway ran": {replicas: 2, dep: deploymentWith(4, ready),
 			failures: []failure{{kind: "ConfigMap", name: "gw-config", reason: ReasonInvalidRoutes, err: errors.New("bad path")}},
-			ready:    "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonInvalidRoutes},
+			ready:    "False", readyWhy: ReasonInvalidRoutes, progWhy: ReasonRolloutComplete, degraded: "True", degradWhy: ReasonInvalidRoutes,
+			stalled: ReasonInvalidRoutes},
 		"rollout stuck": {replicas: 2, dep: deploymentWith(4, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}}}),
-			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "True", degradWhy: ReasonRolloutStuck},
+			ready: "False", readyWhy: ReasonReplicasNotReady, progWhy: ReasonRollingOut, degraded: "True", degradWhy: ReasonRolloutStuck,
+			stalled: ReasonRolloutStuck},
 	}
 	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	for name, tc := range tests {
@@ -87,6 +94,11 @@ func TestComputeStatus(t *testing.T) {
 			assertCondition(t, st.Conditions, v1.ConditionReady, tc.ready, tc.readyWhy)
 			assertCondition(t, st.Conditions, v1.ConditionProgressing, "", tc.progWhy)
 			assertCondition(t, st.Conditions, v1.ConditionDegraded, tc.degraded, tc.degradWhy)
+			if tc.stalled == "" {
+				assertCondition(t, st.Conditions, v1.ConditionStalled, metav1.ConditionFalse, v1.ReasonNotStalled)
+			} else {
+				assertCondition(t, st.Conditions, v1.ConditionStalled, metav1.ConditionTrue, tc.stalled)
+			}
 			for _, f := range tc.failures {
 				assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1.ConditionDegraded).Message, f.kind+" "+f.name,
 					"Degraded does not name the failed child")
@@ -206,6 +218,48 @@ func TestReadyWaitsForLive(t *testing.T) {
 			assertCondition(t, st.Conditions, v1.ConditionProgressing, tc.progressing, tc.progWhy)
 			assertCondition(t, st.Conditions, v1.ConditionLive, tc.live.condition.Status, tc.live.condition.Reason)
 			assert.Equal(t, tc.live.replicas, st.LiveReplicas)
+		})
+	}
+}
+
+// TestStalledCondition: Stalled takes the first of Degraded, Ready and
+// Accepted that fails for a reason no retry clears, and nothing else.
+func TestStalledCondition(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: "m"}
+	}
+	fine := []metav1.Condition{cond(v1.ConditionDegraded, "False", ReasonChildrenApplied), cond(v1.ConditionReady, "True", ReasonAllReplicasReady),
+		cond(v1.ConditionAccepted, "True", v1.ReasonAccepted)}
+	with := func(i int, c metav1.Condition) []metav1.Condition {
+		out := append([]metav1.Condition(nil), fine...)
+		out[i] = c
+		return out
+	}
+	tests := map[string]struct {
+		conds  []metav1.Condition
+		reason string // empty: not stalled
+	}{
+		"all fine":         {conds: fine},
+		"rolling out":      {conds: with(1, cond(v1.ConditionReady, "False", ReasonReplicasNotReady))},
+		"reloading":        {conds: with(1, cond(v1.ConditionReady, "False", v1.ReasonReloading))},
+		"apply retried":    {conds: with(0, cond(v1.ConditionDegraded, "True", ReasonApplyFailed))},
+		"image not pulled": {conds: with(1, cond(v1.ConditionReady, "False", "ImagePullBackOff")), reason: "ImagePullBackOff"},
+		"nginx refused":    {conds: with(1, cond(v1.ConditionReady, "False", v1.ReasonConfigurationRefused)), reason: v1.ReasonConfigurationRefused},
+		"host owned":       {conds: with(2, cond(v1.ConditionAccepted, "False", v1.ReasonHostOwned)), reason: v1.ReasonHostOwned},
+		"degraded names it first": {conds: []metav1.Condition{cond(v1.ConditionDegraded, "True", ReasonRolloutStuck),
+			cond(v1.ConditionReady, "False", "CrashLoopBackOff"), fine[2]}, reason: ReasonRolloutStuck},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := stalledCondition(tc.conds...)
+			if tc.reason == "" {
+				assert.Equal(t, metav1.ConditionFalse, c.Status)
+				assert.Equal(t, v1.ReasonNotStalled, c.Reason)
+				return
+			}
+			assert.Equal(t, metav1.ConditionTrue, c.Status)
+			assert.Equal(t, tc.reason, c.Reason)
+			assert.Contains(t, c.Message, ": m")
 		})
 	}
 }

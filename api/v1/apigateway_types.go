@@ -357,8 +357,8 @@ type APIGatewayStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// conditions are Ready, Progressing, Degraded, Accepted and Live, and
-	// Exposed with exposure type HTTPRoute.
+	// conditions are Ready, Progressing, Degraded, Accepted, Live and
+	// Stalled, and Exposed with exposure type HTTPRoute.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -83,3 +83,22 @@ const (
 	// out; the routes are served regardless.
 	ReasonStatusUnreachable = "StatusUnreachable"
 )
+
+// ConditionStalled is True when the gateway cannot reach its spec until
+// someone changes something: the routes (the renderer refuses them, or
+// other gateways hold some), the cluster (another object holds a child's
+// name, Gateway API's CRDs are missing) or the image (the kubelet cannot
+// pull or start it, nginx refuses the configuration, the rollout passed
+// its deadline). It carries the reason of the condition that says so
+// (Degraded, Ready or Accepted), and that condition's message after its
+// type. It is kstatus's condition (sigs.k8s.io/cli-utils/pkg/kstatus),
+// which Flux and Argo CD's health check read: Stalled=True reads as
+// Failed, so a deploy stops waiting at once instead of at its timeout,
+// whereas Ready=False alone reads as in progress. It is False while the
+// gateway rolls out, reloads, or retries a child the API server refused
+// (ApplyFailed), which may pass by itself.
+const ConditionStalled = "Stalled"
+
+// ReasonNotStalled: nothing that needs a change keeps the gateway from its
+// spec; the Ready condition says whether it has reached it.
+const ReasonNotStalled = "NotStalled"
