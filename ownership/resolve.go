@@ -1,3 +1,9 @@
+// Package ownership decides, as pure functions, which namespace may route
+// which host and which gateway serves a route two of them ask for: the
+// durable records (HostClaims, DomainBindings), the claim times of routes
+// and scopes, delegations, and the names below an owned host. Admission
+// (package admit) and the reconciler call the same Resolve, so a write
+// admitted is a write the reconciler serves.
 package ownership
 
 import (
