@@ -89,23 +89,27 @@ func benchB5(operator string) func(context.Context, *harness) ([]row, error) {
 }
 
 // operatorProcess is the operator binary running under the bench, with
-// the host:port of its webhook server.
+// the host:port of its webhook server and of its Go profiles (pprof).
 type operatorProcess struct {
 	*flood.Operator
-	webhook string
+	webhook, pprof string
 }
 
 // startOperator starts the operator with the certificate of the envtest
 // webhook configurations (files mode: nothing injected, no bundle checks),
-// no leader election and no metrics endpoint, and env (NAME=value) added
-// to the bench's environment, and waits until it is ready. Its log goes to
-// bin/bench-operator.log.
+// no leader election, no metrics endpoint, its Go profiles on loopback,
+// and env (NAME=value) added to the bench's environment, and waits until
+// it is ready. Its log goes to bin/bench-operator.log.
 func startOperator(ctx context.Context, h *harness, binary string, env ...string) (*operatorProcess, error) {
 	// Reserved (test/ports) until the operator exits, so that no other
 	// process takes them before it binds them.
-	webhookPort, probePort, err := reserve2()
+	reserved, err := reserve(3)
 	if err != nil {
 		return nil, err
+	}
+	webhookPort, probePort, pprofPort := reserved[0], reserved[1], reserved[2]
+	release := func() error {
+		return errors.Join(webhookPort.Release(), probePort.Release(), pprofPort.Release())
 	}
 	probe := probePort.Addr()
 	logPath, err := filepath.Abs(filepath.Join("bin", "bench-operator.log"))
@@ -118,15 +122,17 @@ func startOperator(ctx context.Context, h *harness, binary string, env ...string
 		"--cert-mutating-webhook-configuration=", "--cert-validating-webhook-configuration=", "--cert-crd=",
 		"--webhook-port=" + strconv.Itoa(webhookPort.Number), "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
 		"--leader-elect=false", "--default-gateway-image=" + image, "--max-concurrent-reconciles=4",
+		"--pprof-bind-address=" + pprofPort.Addr(),
 	}, env, logPath, "http://"+probe+"/readyz")
 	if err != nil {
-		return nil, errors.Join(err, webhookPort.Release(), probePort.Release())
+		return nil, errors.Join(err, release())
 	}
 	go func() {
 		<-op.Done()
-		_, _ = webhookPort.Release(), probePort.Release()
+		_ = release()
 	}()
-	return &operatorProcess{Operator: op, webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(webhookPort.Number))}, nil
+	return &operatorProcess{Operator: op, pprof: pprofPort.Addr(),
+		webhook: net.JoinHostPort(h.env.Webhooks.LocalServingHost, strconv.Itoa(webhookPort.Number))}, nil
 }
 
 // stop stops the operator, and says so when it did not stop cleanly.
@@ -162,17 +168,20 @@ func (p *operatorProcess) cpu() time.Duration {
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
 
-// reserve2 reserves two ports, or none.
-func reserve2() (*ports.Port, *ports.Port, error) {
-	a, err := ports.Reserve()
-	if err != nil {
-		return nil, nil, err
+// reserve reserves n ports, or none.
+func reserve(n int) ([]*ports.Port, error) {
+	var held []*ports.Port
+	for range n {
+		p, err := ports.Reserve()
+		if err != nil {
+			for _, h := range held {
+				err = errors.Join(err, h.Release())
+			}
+			return nil, err
+		}
+		held = append(held, p)
 	}
-	b, err := ports.Reserve()
-	if err != nil {
-		return nil, nil, errors.Join(err, a.Release())
-	}
-	return a, b, nil
+	return held, nil
 }
 
 // writtenResources are the kinds the operator writes: gateways' status,
