@@ -128,6 +128,13 @@ type APIGatewaySpec struct {
 	// +listType=atomic
 	// +optional
 	Delegations []HostDelegation `json:"delegations,omitempty"`
+
+	// accessLog, when set, makes the gateway pods write a line per request
+	// to their standard output, in accessLog.format: the route that
+	// served it, its status, timings and backend, never its body, query
+	// string or credentials. Unset: the gateway pods write no access log.
+	// +optional
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
 }
 
 // ConfigUpdateStrategy says how a new configuration reaches a gateway's

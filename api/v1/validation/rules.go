@@ -78,6 +78,9 @@ const (
 	// matches), to another namespace, of 1 to 8 distinct valid path
 	// prefixes.
 	RuleDelegations = "delegations"
+	// RuleAccessLog: spec.accessLog, when set, names a format the
+	// gateway writes (JSON).
+	RuleAccessLog = "accessLog"
 	// RuleConfigSize: the gateway's rendered nginx configuration fits in
 	// its ConfigMap (render.MaxConfigBytes). The renderer measures it;
 	// admission bounds it from the spec and renders the gateway only when

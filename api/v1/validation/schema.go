@@ -45,7 +45,7 @@ type schemaRules struct {
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 
-	pathTypes, configUpdateStrategies, exposureTypes []string
+	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 
 	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
 	// CEL rule refuses.
@@ -101,6 +101,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
 		exposureTypes:          c.enum("exposure.type"),
+		accessLogFormats:       c.enum("accessLog.format"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}

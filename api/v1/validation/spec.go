@@ -41,6 +41,23 @@ func validateConfigUpdateStrategy(s v1.ConfigUpdateStrategy, fld *field.Path) fi
 	return field.ErrorList{field.NotSupported(fld, s, values).WithOrigin(RuleConfigUpdateStrategy)}
 }
 
+// validateAccessLog allows no access log, or one in a format the schema
+// lists (JSON); the format is required, as the schema says.
+func validateAccessLog(l *v1.AccessLog, fld *field.Path) field.ErrorList {
+	if l == nil {
+		return nil
+	}
+	fld = fld.Child("format")
+	values := rules().accessLogFormats
+	switch {
+	case l.Format == "":
+		return field.ErrorList{field.Required(fld, "the access log's format: "+strings.Join(values, " or ")).WithOrigin(RuleAccessLog)}
+	case !slices.Contains(values, string(l.Format)):
+		return field.ErrorList{field.NotSupported(fld, l.Format, values).WithOrigin(RuleAccessLog)}
+	}
+	return nil
+}
+
 // validateResources applies the checks the API server would make of the
 // gateway container's resources when the operator writes the Deployment,
 // so a mistake is refused at the gateway instead of failing its child:

@@ -46,9 +46,12 @@ func TestValidateSpecFields(t *testing.T) {
 			Requests: corev1.ResourceList{"cpu": q("2")}, Limits: corev1.ResourceList{"cpu": q("1")}}}, want: []string{"spec.resources.requests[cpu]: Invalid value (resources)"}},
 		"bad resource name": {spec: v1.APIGatewaySpec{Resources: &corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"cpu cores": q("1")}}}, want: []string{"spec.resources.limits[cpu cores]: Invalid value (resources)"}},
-		"Reload":              {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateReload}},
-		"Rollout":             {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateRollout}},
-		"an unknown strategy": {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: "Restart"}, want: []string{"spec.configUpdateStrategy: Unsupported value (configUpdateStrategy)"}},
+		"Reload":               {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateReload}},
+		"Rollout":              {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: v1.ConfigUpdateRollout}},
+		"an unknown strategy":  {spec: v1.APIGatewaySpec{ConfigUpdateStrategy: "Restart"}, want: []string{"spec.configUpdateStrategy: Unsupported value (configUpdateStrategy)"}},
+		"access log JSON":      {spec: v1.APIGatewaySpec{AccessLog: &v1.AccessLog{Format: v1.AccessLogJSON}}},
+		"access log no format": {spec: v1.APIGatewaySpec{AccessLog: &v1.AccessLog{}}, want: []string{"spec.accessLog.format: Required value (accessLog)"}},
+		"access log text":      {spec: v1.APIGatewaySpec{AccessLog: &v1.AccessLog{Format: "Text"}}, want: []string{"spec.accessLog.format: Unsupported value (accessLog)"}},
 		"duplicate claim": {spec: v1.APIGatewaySpec{Resources: &corev1.ResourceRequirements{
 			Claims: []corev1.ResourceClaim{{Name: "gpu"}, {Name: "gpu"}}}}, want: []string{"spec.resources.claims[1].name: Duplicate value (resources)"}},
 	}
@@ -59,6 +62,7 @@ func TestValidateSpecFields(t *testing.T) {
 			errs = append(errs, validateIngressClassName(tc.spec.IngressClassName, spec.Child("ingressClassName"))...)
 			errs = append(errs, validateResources(tc.spec.Resources, spec.Child("resources"))...)
 			errs = append(errs, validateConfigUpdateStrategy(tc.spec.ConfigUpdateStrategy, spec.Child("configUpdateStrategy"))...)
+			errs = append(errs, validateAccessLog(tc.spec.AccessLog, spec.Child("accessLog"))...)
 			got := make([]string, len(errs))
 			for i, e := range errs {
 				got[i] = e.Field + ": " + e.Type.String() + " (" + e.Origin + ")"

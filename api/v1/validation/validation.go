@@ -40,6 +40,7 @@ func Validate(old, gw *v1.APIGateway) field.ErrorList {
 	errs = append(errs, validateConfigUpdateStrategy(gw.Spec.ConfigUpdateStrategy, spec.Child("configUpdateStrategy"))...)
 	errs = append(errs, validateExposure(&gw.Spec, spec)...)
 	errs = append(errs, validateDelegations(gw, spec.Child("delegations"))...)
+	errs = append(errs, validateAccessLog(gw.Spec.AccessLog, spec.Child("accessLog"))...)
 	return errs
 }
 
