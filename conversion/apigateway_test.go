@@ -114,6 +114,16 @@ func TestV1ToV1alpha1(t *testing.T) {
 				`{"name":"public","namespace":"infra","sectionName":"https"},{"name":"internal"}]},"type":"HTTPRoute"}}}`},
 				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)}}),
 		},
+		// The access log is v1-only too: a v1alpha1 client that edits the
+		// routes keeps it (restoreSpec restores spec-level fields).
+		"an access log": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes:    []v1.Route{hubRoute("api.example.com", "/", v1.PathTypePrefix, "api", 80)},
+				AccessLog: &v1.AccessLog{Format: v1.AccessLogJSON},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"accessLog":{"format":"JSON"}}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)}}),
+		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},

@@ -28,8 +28,8 @@ const fuzzIterations = 2000
 // blank TypeMeta, valid metadata, sane quantities (the apimachinery
 // fuzzers), plus route lists that hit the interesting cases more often than
 // chance: every pathType including unset, and routes that share host and
-// path; and exposures of both types, most of them with parentRefs, whose
-// optional fields are set or not.
+// path; the one access log format; and exposures of both types, most of
+// them with parentRefs, whose optional fields are set or not.
 func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 	return []any{
 		// Only the values the schema admits: conversion restores nothing
@@ -40,6 +40,7 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(u *v1.ConfigUpdateStrategy, c randfill.Continue) {
 			*u = []v1.ConfigUpdateStrategy{v1.ConfigUpdateReload, v1.ConfigUpdateRollout, ""}[c.Intn(3)]
 		},
+		func(f *v1.AccessLogFormat, _ randfill.Continue) { *f = v1.AccessLogJSON },
 		func(r *v1.Route, c randfill.Continue) {
 			c.FillNoCustom(r)
 			r.MaxBodySize = []string{"", "0", "10m", "9999g"}[c.Intn(4)]
