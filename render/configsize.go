@@ -54,7 +54,8 @@ const (
 	// fileBytes bounds the lines outside the routes' servers and blocks:
 	// the header (without the gateway's names), the resolver, the hash
 	// sizes, the forwarded-header and upgrade maps, the traffic blocks'
-	// comment, the health and default servers (some 1450 bytes).
+	// comment, the access log's off, the health and default servers (some
+	// 1600 bytes).
 	fileBytes = 2048
 	// serverBytes bounds a host's server block without its name and its
 	// routes' locations: the ambiguous-path check, the gateway's request
@@ -91,10 +92,19 @@ func (m *Gateway) sizeBound() int {
 			total += serverBytes + 2*len(r.Host)
 		}
 		total += routeSizeBound(r, ns+len(m.ClusterDomain))
+		if m.AccessLog {
+			// Each location's "set" of the route's name (validation.RouteMatch).
+			total += routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
+		}
 		backends[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
 		for _, b := range r.AdditionalBackends {
 			backends[backendKey{b.Name, b.Port}] = struct{}{}
 		}
+	}
+	if m.AccessLog {
+		// Its http-level lines, and a log in each host's server and the
+		// default server.
+		total += accessLogBytes + (len(hosts)+1)*lineBytes
 	}
 	return total + len(backends)*upstreamBound
 }

@@ -25,6 +25,7 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 	fixtures := map[string]*v1.APIGateway{
 		"traffic golden":                   trafficGateway(),
 		"100 routes, every setting":        benchTrafficGateway(),
+		"the same with the access log":     withAccessLog(benchTrafficGateway()),
 		"10 routes":                        benchGateway(),
 		"100 routes of one-letter headers": shortHeadersGateway(),
 		"wildcard hosts, root rewrites":    wildcardRootGateway(),
@@ -128,6 +129,9 @@ func wildcardRootGateway() *v1.APIGateway {
 func randomGateway(r *rand.Rand) *v1.APIGateway {
 	gw := gateway(label(r, 1+r.Intn(63)))
 	gw.Namespace = label(r, 1+r.Intn(63))
+	if r.Intn(2) == 0 {
+		withAccessLog(gw)
+	}
 	hosts := make([]string, 1+r.Intn(5))
 	for i := range hosts {
 		hosts[i] = label(r, 1+r.Intn(40)) + "." + label(r, 1+r.Intn(20))

@@ -49,6 +49,9 @@ type Gateway struct {
 	// Options are the operator's options the configuration is rendered
 	// with.
 	Options Options
+	// AccessLog is whether the pods write the JSON access log
+	// (spec.accessLog); unset, they write none.
+	AccessLog bool
 }
 
 // Route is one of a gateway's routes, resolved. It points into the
@@ -71,6 +74,7 @@ func Resolve(gw *v1.APIGateway, opts Options) *Gateway {
 		Routes:        resolveRoutes(gw.Spec.Routes),
 		ClusterDomain: opts.ClusterDomain,
 		Options:       opts,
+		AccessLog:     accessLogOn(&gw.Spec),
 	}
 	if m.ClusterDomain == "" {
 		m.ClusterDomain = DefaultClusterDomain

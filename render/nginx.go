@@ -135,6 +135,9 @@ type location struct {
 	// and rewrite this location's rewrite directives (rewriteLines).
 	traffic *routeTraffic
 	rewrite string
+	// route is the route's name, quoted (routeName), with the access
+	// log on; "" with it off.
+	route string
 }
 
 // Config renders gw's routes into the nginx configuration template
@@ -182,6 +185,7 @@ func (m *Gateway) render() (string, error) {
 	fmt.Fprintf(&b, "# Room for 253-character hosts (nginx's default fits 46) and 100 of them.\n"+
 		"server_names_hash_bucket_size %d;\nserver_names_hash_max_size %d;\n\n",
 		serverNamesHashBucketSize, serverNamesHashMaxSize)
+	writeAccessLog(&b, m.AccessLog)
 	writeRealIP(&b, trusted)
 	writeForwarded(&b, trusted)
 	writeUpgrade(&b)
@@ -192,14 +196,14 @@ func (m *Gateway) render() (string, error) {
 		b.WriteString("\n")
 	}
 	writeHealthServer(&b, opts.listen(opts.healthPort, HealthPort))
-	writeDefaultServer(&b, opts.listen(opts.httpPort, HTTPPort))
+	writeDefaultServer(&b, opts.listen(opts.httpPort, HTTPPort), m.AccessLog)
 	hosts := make([]string, 0, len(servers))
 	for h := range servers {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h])
+		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h], m.AccessLog)
 	}
 	return b.String(), nil
 }
@@ -249,6 +253,16 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue
+		}
+		if m.AccessLog {
+			name, err := routeName(r.Route)
+			if err != nil {
+				errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
+				continue
+			}
+			for i := range locs {
+				locs[i].route = name
+			}
 		}
 		if servers[string(r.Host)] == nil {
 			servers[string(r.Host)] = map[string]location{}
@@ -493,21 +507,21 @@ server {
 `, listen, HealthPath)
 }
 
-func writeDefaultServer(b *strings.Builder, listen string) {
+func writeDefaultServer(b *strings.Builder, listen string, accessLog bool) {
 	fmt.Fprintf(b, `# Requests for a host no route names.
 server {
     listen %s default_server;
     server_name _;
-    return 404;
+%s    return 404;
 }
-`, listen)
+`, listen, accessLogLine(accessLog))
 }
 
 // writeServer writes one host's server block, locations sorted by path:
 // request lines whose raw path could reach a backend as a path other than
 // the one matched are refused first (ambiguousRequestPath), and a path no
 // route covers answers 404 instead of falling through to nginx's root.
-func writeServer(b *strings.Builder, listen, host string, locs map[string]location) {
+func writeServer(b *strings.Builder, listen, host string, locs map[string]location, accessLog bool) {
 	sorted := make([]location, 0, len(locs))
 	for _, l := range locs {
 		sorted = append(sorted, l)
@@ -517,7 +531,7 @@ func writeServer(b *strings.Builder, listen, host string, locs map[string]locati
 server {
     listen %s;
     server_name %s;
-
+%s
     # 400 for a raw path a backend could read as another path than the
     # one routed here: encoded / \ or ., \, #, //, . or .. segments,
     # path parameters (; %%3B), double encodings (%%25XX), invalid UTF-8.
@@ -527,7 +541,7 @@ server {
 
     proxy_http_version 1.1;
     proxy_max_temp_file_size %s;
-`, listen, serverName(host), ambiguousRequestPath, maxTempFile)
+`, listen, serverName(host), accessLogLine(accessLog), ambiguousRequestPath, maxTempFile)
 	for _, h := range sentHeaders {
 		for line := range strings.Lines(h.comment) {
 			b.WriteString("    " + line)
@@ -554,6 +568,10 @@ server {
 // the location's rewrite-module directives, set among them.
 func writeLocation(b *strings.Builder, l location) {
 	fmt.Fprintf(b, "\n    location %s {\n", l.match)
+	if l.route != "" {
+		// First: "rewrite ... break" ends the rewrite-module directives.
+		fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
+	}
 	b.WriteString(l.traffic.directives)
 	pass := "$backend"
 	if l.traffic.split != "" {

@@ -99,7 +99,25 @@ func RouteSets() map[string]*v1.APIGateway {
 			Route("root.example.com", "/", v1.PathTypeExact, "root", 8080)),
 		// Every traffic setting, in each of its forms.
 		"traffic": Traffic(),
+		// The access log, with the route names of the API's odd
+		// characters, a wildcard host and a rewrite.
+		"access-log": AccessLog(),
 	}
+}
+
+// AccessLog is a gateway that asks for the JSON access log, whose routes'
+// names hold every character the path whitelist allows, percent-decoded
+// UTF-8 and a '%', on an exact and a wildcard host.
+func AccessLog() *v1.APIGateway {
+	rewritten := Route("*.example.com", "/api", v1.PathTypePrefix, "api", 8080)
+	rewritten.RewritePrefix = "/"
+	gw := Gateway("logged",
+		Route("odd.example.com", "/a-b.c_d~e!f&g(h)i*j+k,l=m:n@o/", v1.PathTypePrefix, "odd", 1),
+		Route("odd.example.com", "/caf%C3%A9", v1.PathTypeExact, "cafe", 65535),
+		Route("odd.example.com", "/100%25", v1.PathTypePrefix, "percent", 8080),
+		rewritten)
+	gw.Spec.AccessLog = &v1.AccessLog{Format: v1.AccessLogJSON}
+	return gw
 }
 
 // Bench is a 10-route gateway on two hosts, half Exact routes.

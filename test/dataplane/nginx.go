@@ -37,7 +37,10 @@ const WelcomePage = "<h1>Welcome to nginx!</h1>\n"
 // WritePrefix writes config as conf.d/gateway.conf under prefix and a
 // main configuration that includes it inside http {}, as the images'
 // nginx.conf includes /etc/nginx/conf.d/*.conf (which sets no
-// server_names_hash_* directive, so the rendered file may). main holds
+// server_names_hash_* directive, so the rendered file may), and logs
+// every request as they do: in their "main" format, to the file they link
+// to /dev/stdout (here nginx's output, output.log), which the rendered
+// file must switch off unless its gateway asks for a log. main holds
 // extra main-context directives. It returns the main file's path.
 func WritePrefix(t testing.TB, prefix, main, config string) string {
 	t.Helper()
@@ -51,7 +54,10 @@ func WritePrefix(t testing.TB, prefix, main, config string) string {
 events {}
 http {
     default_type application/octet-stream;
-    access_log off;
+    log_format main '$remote_addr - $remote_user [$time_local] "$request" '
+                    '$status $body_bytes_sent "$http_referer" '
+                    '"$http_user_agent" "$http_x_forwarded_for"';
+    access_log /dev/stdout main;
     sendfile on;
     keepalive_timeout 65;
     client_body_temp_path PREFIX/client_body;
@@ -131,8 +137,12 @@ func StartNginx(t testing.TB, bin, config, healthAddr, healthPath string) (*Ngin
 	return nil, fmt.Errorf("nginx did not answer on %s within %s:\n%s", healthAddr, Wait, n.Logs())
 }
 
+// Stop ends nginx now rather than when the test ends: what it wrote
+// before (Output) is then all it will write.
+func (n *Nginx) Stop(t testing.TB) { n.stop(t) }
+
 // stop ends nginx (SIGTERM, the fast shutdown), killing it if it does not
-// exit in time.
+// exit in time; once it has, it does nothing.
 func (n *Nginx) stop(t testing.TB) {
 	select {
 	case <-n.exited:
@@ -159,6 +169,14 @@ func (n *Nginx) Reload(t testing.TB, config string) {
 	out, err := exec.Command(n.bin, Args(n.prefix, n.mainPath, "-t")...).CombinedOutput()
 	require.NoError(t, err, "nginx -t refused the new configuration:\n%s", out)
 	require.NoError(t, n.cmd.Process.Signal(syscall.SIGHUP))
+}
+
+// Output is what nginx has written to its standard output (and standard
+// error) so far: the access log lines of a configuration that logs to
+// /dev/stdout, as the images' does.
+func (n *Nginx) Output() string {
+	data, _ := os.ReadFile(filepath.Join(n.prefix, "output.log"))
+	return string(data)
 }
 
 // Logs are nginx's output and error log, for failure messages.
