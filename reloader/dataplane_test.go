@@ -457,3 +457,30 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAccessLogReachesThePodOutput: a gateway that asks for the access
+// log has its lines on the gateway container's output, through the
+// reloader that runs nginx (its /dev/stdout is the container's), one JSON
+// object per request with the route's name, and no query string.
+func TestAccessLogReachesThePodOutput(t *testing.T) {
+	b := startBackends(t)
+	gw := b.gatewayWith()
+	gw.Spec.AccessLog = &v1.AccessLog{Format: v1.AccessLogJSON}
+	f := startPod(t, b, gw)
+	status, _ := f.get("/users/1?token=secret")
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, f.pod.Stop(wait))
+	var entries []map[string]string
+	for line := range strings.Lines(f.logs.String()) {
+		if strings.HasPrefix(line, `{"time":`) {
+			var e map[string]string
+			require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+			entries = append(entries, e)
+		}
+	}
+	require.Len(t, entries, 1, "one line for the one request:\n%s", f.logs)
+	assert.Equal(t, "Prefix "+host+"/users", entries[0]["route"])
+	assert.Equal(t, "/users/1", entries[0]["path"])
+	assert.Equal(t, "200", entries[0]["status"])
+	assert.NotContains(t, f.logs.String(), "secret")
+}
