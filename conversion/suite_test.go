@@ -92,6 +92,7 @@ func richGateway(ns, name, host string) *v1.APIGateway {
 			Resources: &corev1.ResourceRequirements{
 				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 			},
+			AccessLog: &v1.AccessLog{Format: v1.AccessLogJSON},
 		},
 	}
 }
