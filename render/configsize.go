@@ -102,9 +102,9 @@ func (m *Gateway) sizeBound() int {
 		}
 	}
 	if m.AccessLog {
-		// Its http-level lines, and a log in each host's server and the
-		// default server.
-		total += accessLogBytes + (len(hosts)+1)*lineBytes
+		// Its http-level lines, and two lines (accessLogLine) in each
+		// host's server and the default server.
+		total += accessLogBytes + 2*(len(hosts)+1)*lineBytes
 	}
 	return total + len(backends)*upstreamBound
 }

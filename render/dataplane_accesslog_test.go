@@ -121,6 +121,10 @@ func TestDataPlaneAccessLog(t *testing.T) {
 		byID[entry["request_id"]] = entry
 	}
 	assert.NotContains(t, output, secret, "a query string, credential, Referer or body in the log")
+	// A request no route answered leaves the route's name unset: a warning
+	// per request in the images' error log (notice level) unless switched
+	// off.
+	assert.NotContains(t, nginx.logs(), "uninitialized", "nginx warns of the route's name")
 
 	for name, rq := range requests {
 		t.Run(name, func(t *testing.T) {

@@ -75,10 +75,12 @@ http {
 
 // Args are nginx's arguments for the configuration at mainPath with its
 // pid file and error log inside prefix (-e: Debian's nginx would otherwise
-// log to stderr before it reads the configuration).
+// log to stderr before it reads the configuration). The error log keeps
+// notices and warnings, as the nginx images' nginx.conf does, so that what
+// the rendered file makes nginx warn of shows.
 func Args(prefix, mainPath string, extra ...string) []string {
 	args := []string{"-c", mainPath, "-p", prefix + "/", "-e", filepath.Join(prefix, "error.log"),
-		"-g", "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + ";"}
+		"-g", "pid " + filepath.Join(prefix, "nginx.pid") + "; error_log " + filepath.Join(prefix, "error.log") + " notice;"}
 	return append(args, extra...)
 }
 
