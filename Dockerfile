@@ -22,6 +22,7 @@ COPY controller/ controller/
 COPY conversion/ conversion/
 COPY inflight/ inflight/
 COPY lease/ lease/
+COPY mirror/ mirror/
 COPY manifests/crd/ manifests/crd/
 COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
