@@ -47,7 +47,7 @@ func apiServerArgs(dir string, p portNumbers, serviceAccounts bool, overrides ma
 		"service-account-issuer":           url,
 		"service-account-key-file":         filepath.Join(dir, saKeyFile),
 		"service-account-signing-key-file": filepath.Join(dir, saKeyFile),
-		"service-cluster-ip-range":         "10.0.0.0/24",
+		"service-cluster-ip-range":         defaultServiceSubnet,
 		"endpoint-reconciler-type":         "none",
 	}
 	if !serviceAccounts {
@@ -55,6 +55,18 @@ func apiServerArgs(dir string, p portNumbers, serviceAccounts bool, overrides ma
 	}
 	maps.Copy(flags, overrides)
 	return asArgs(flags)
+}
+
+// defaultServiceSubnet is the Services' ClusterIP range, unless
+// Options.APIServerFlags give another.
+const defaultServiceSubnet = "10.0.0.0/24"
+
+// serviceSubnet is the Services' ClusterIP range the API server is told.
+func (c *ControlPlane) serviceSubnet() string {
+	if subnet := c.opts.APIServerFlags["service-cluster-ip-range"]; subnet != "" {
+		return subnet
+	}
+	return defaultServiceSubnet
 }
 
 // controllerManagerArgs run kube-controller-manager's controllers as the

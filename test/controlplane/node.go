@@ -1,12 +1,15 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +30,7 @@ const (
 	scheduler  = "kube-scheduler"
 	containerd = "containerd"
 	kubelet    = "kubelet"
+	kubeProxy  = "kube-proxy"
 	shim       = "containerd-shim-runc-v2"
 	// nodeDir holds the node's files in the control plane's directory;
 	// it starts empty at every start.
@@ -39,13 +43,15 @@ const (
 const DefaultCNIBinDir = "/usr/lib/cni"
 
 // NodeOptions start a node beside the control plane: kube-scheduler,
-// containerd and a kubelet registered as a Node, in the namespaces
+// containerd, a kubelet registered as a Node and kube-proxy, which makes
+// the Services' ClusterIPs lead to their pods, in the namespaces
 // EnterNodeNamespaces made, every file under the control plane's directory
 // (node/), the kubelet's pods in a cgroup of their own. Stop stops them,
 // kills what containers are left, unmounts and removes the cgroups.
 type NodeOptions struct {
-	// BinDir holds the kubelet, kube-scheduler, containerd, ctr and
-	// containerd-shim-runc-v2 (`make node` builds them into bin/node).
+	// BinDir holds the kubelet, kube-scheduler, kube-proxy, containerd,
+	// ctr and containerd-shim-runc-v2 (`make node` builds them into
+	// bin/node).
 	BinDir string
 	// CNIBinDir holds the CNI plugins; empty means DefaultCNIBinDir.
 	CNIBinDir string
@@ -78,17 +84,26 @@ type node struct {
 // has no DNS name.
 var apiServerNodeFlags = map[string]string{"kubelet-preferred-address-types": "InternalIP"}
 
-// nodeLifecycleController lifts the node.kubernetes.io/not-ready taint a
-// kubelet registers its Node with once the Node is Ready: without it, no
-// pod is ever scheduled.
-const nodeLifecycleController = "node-lifecycle-controller"
+// nodeControllers are the kube-controller-manager controllers a node
+// needs: the node lifecycle controller lifts the node.kubernetes.io/not-ready
+// taint a kubelet registers its Node with once the Node is Ready (without
+// it, no pod is ever scheduled); the EndpointSlice controller lists each
+// Service's ready pods, which is what kube-proxy sends a ClusterIP's
+// connections to (without it, a ClusterIP leads nowhere).
+var nodeControllers = []string{"node-lifecycle-controller", "endpointslice-controller"}
 
-// withNodeControllers are controllers with nodeLifecycleController.
+// withNodeControllers are controllers with nodeControllers.
 func withNodeControllers(controllers []string) []string {
-	if slices.Contains(controllers, nodeLifecycleController) || slices.Contains(controllers, "*") {
+	if slices.Contains(controllers, "*") {
 		return controllers
 	}
-	return append(slices.Clone(controllers), nodeLifecycleController)
+	out := slices.Clone(controllers)
+	for _, name := range nodeControllers {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // startNode starts the node of Options.Node and waits until its Node is
@@ -119,14 +134,28 @@ func (c *ControlPlane) startNode(ctx context.Context) error {
 	if _, err := c.Run(ctx, Command{Name: scheduler, Path: filepath.Join(c.opts.Node.BinDir, scheduler), Args: schedulerArgs(c.path(kubeconfigFile))}); err != nil {
 		return err
 	}
-	return c.startKubelet(ctx)
+	if err := c.startKubelet(ctx); err != nil {
+		return err
+	}
+	return c.startKubeProxy(ctx)
 }
 
 // prepareNode gives the node its address, its mounts, its cgroup and its
 // configuration files.
 func (c *ControlPlane) prepareNode() error {
 	n, opts := c.node, c.opts.Node
+	if err := checkBridgeNetfilter(); err != nil {
+		return err
+	}
 	if err := run("ip", "addr", "replace", NodeIP+"/32", "dev", "lo"); err != nil {
+		return err
+	}
+	// The node's own connections to a ClusterIP (a user on the node, the
+	// tests) need a route to be sent at all; kube-proxy's rules then send
+	// them to a pod, from the node's address. A real node's default route
+	// plays this part; this one has none, so traffic elsewhere fails at
+	// once rather than loop.
+	if err := run("ip", "route", "replace", c.serviceSubnet(), "dev", "lo", "src", NodeIP); err != nil {
 		return err
 	}
 	if err := n.mounts.fakeKernelSettings(n.paths.file("sysctl")); err != nil {
@@ -231,6 +260,63 @@ func (c *ControlPlane) startKubelet(ctx context.Context) error {
 	c.node.startup = time.Since(start)
 	c.log(fmt.Sprintf("Node %s Ready %s after the kubelet started", name, c.node.startup.Round(time.Millisecond)))
 	return nil
+}
+
+// startKubeProxy starts kube-proxy once the Node exists (it takes the
+// node's address from it) and waits until it has written the Services'
+// rules once: from then on a ClusterIP leads to its Service's pods, in
+// the node's network namespace, where its nftables tables live and die.
+func (c *ControlPlane) startKubeProxy(ctx context.Context) error {
+	c.log("Starting " + kubeProxy + " (nftables)")
+	_, err := c.Run(ctx, Command{
+		Name:  kubeProxy,
+		Path:  filepath.Join(c.opts.Node.BinDir, kubeProxy),
+		Args:  kubeProxyArgs(nodeName(c.opts.Node), c.path(kubeconfigFile)),
+		Ready: kubeProxySynced("http://" + kubeProxyMetricsAddress + "/metrics"),
+	})
+	return err
+}
+
+// kubeProxySynced is kube-proxy's Command.Ready: its metrics at url show
+// a first sync of the IPv4 rules. Its /healthz answers 200 before that,
+// while it starts.
+func kubeProxySynced(url string) func(context.Context) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(body, []byte(kubeProxySyncedMetric)) {
+			return fmt.Errorf("kube-proxy has not synced its rules yet (no %s)", kubeProxySyncedMetric)
+		}
+		return nil
+	}
+}
+
+// checkBridgeNetfilter fails unless the bridge passes its IPv4 packets
+// through netfilter (br_netfilter's bridge-nf-call-iptables, a setting of
+// each network namespace): a pod's answer to a pod on the same bridge
+// that reached it through a ClusterIP must meet the connection's
+// conntrack entry to be sent back from the ClusterIP. The node reads it,
+// never writes it.
+func checkBridgeNetfilter() error {
+	const path = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+	data, err := os.ReadFile(path)
+	if err == nil && strings.TrimSpace(string(data)) == "1" {
+		return nil
+	}
+	return fmt.Errorf("the node needs br_netfilter with %s = 1 in its network namespace (got %q, %v): "+
+		"without it, pods on the bridge cannot reach each other through a ClusterIP", path, strings.TrimSpace(string(data)), err)
 }
 
 // NodeMade are the paths the node of Options.Node made on the machine,

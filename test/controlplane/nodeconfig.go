@@ -160,6 +160,36 @@ func schedulerArgs(kubeconfig string) []string {
 	}
 }
 
+// kube-proxy's metrics address in the node's network namespace (its
+// default), and the metric that is there once it has synced the IPv4
+// rules.
+const (
+	kubeProxyMetricsAddress = "127.0.0.1:10249"
+	kubeProxySyncedMetric   = `kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"}`
+)
+
+// kubeProxyArgs run kube-proxy for Node name as the kubeconfig's user, in
+// nftables mode (its tables live in the node's network namespace, and go
+// with it), the pods' subnet as the cluster's (traffic from elsewhere to a
+// ClusterIP is masqueraded). It writes no kernel setting: the conntrack
+// table's size (nf_conntrack_max, and the hash size in /sys/module, which
+// are the whole machine's) and conntrack's timeouts stay as they are;
+// nftables mode writes no other sysctl (iptables mode would set
+// route_localnet). Health and metrics listen on the namespace's loopback.
+func kubeProxyArgs(name, kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--hostname-override=" + name,
+		"--proxy-mode=nftables",
+		"--cluster-cidr=" + podSubnet,
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+		"--healthz-bind-address=127.0.0.1:10256",
+		"--metrics-bind-address=" + kubeProxyMetricsAddress,
+	}
+}
+
 // kernelDefaults are the kernel settings the kubelet wants when it
 // protects them (protectKernelDefaults), by their /proc/sys path.
 var kernelDefaults = map[string]string{

@@ -54,7 +54,7 @@ func TestGatewayPodServes(t *testing.T) {
 	require.NoError(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
 	require.Len(t, pods.Items, 2)
 	for _, pod := range pods.Items {
-		reply := getThrough(t, pod.Status.PodIP, "shop.example.com", "/users/42")
+		reply := getThrough(t, pod.Status.PodIP, gatewayHost(ns), "/users/42")
 		require.Equal(t, backend.Name, reply.Service, "through pod %s", pod.Name)
 		require.Equal(t, "/users/42", reply.RequestURI, "through pod %s", pod.Name)
 	}
@@ -72,7 +72,7 @@ func TestGatewayPodServes(t *testing.T) {
 		// volume follows in 1 to 1.5 times that (80 s seen here).
 		for _, pod := range pods.Items {
 			require.Eventually(t, func() bool {
-				return statusThrough(ctx, pod.Status.PodIP, "/orders/7") == http.StatusOK
+				return statusThrough(ctx, pod.Status.PodIP, gatewayHost(ns), "/orders/7") == http.StatusOK
 			},
 				routeChangeWait, tick, "pod %s never served the new route", pod.Name)
 			t.Logf("the new route served by pod %s %s after the change", pod.Name, time.Since(changed).Round(time.Millisecond))
@@ -84,8 +84,10 @@ func TestGatewayPodServes(t *testing.T) {
 
 	shims := processesNamed(t, "containerd-shim")
 	var shimRSS int64
-	for pid := range shims {
-		shimRSS += rss(t, pid)
+	for pid, status := range shims {
+		bytes, ok := vmRSS(status)
+		require.True(t, ok, "no VmRSS in the status of shim %d:\n%s", pid, status)
+		shimRSS += bytes
 	}
 	t.Logf("RSS of %d containerd shims: %d MiB together", len(shims), shimRSS>>20)
 
@@ -98,21 +100,34 @@ func TestGatewayPodServes(t *testing.T) {
 }
 
 // startBackend starts an echo pod named user-service in ns with a
-// Service of the same name on port 8080 in front, and waits for it to be
-// ready.
+// Service of the same name on port 8080 in front, and waits until the
+// Service's ClusterIP leads to the pod (the node's kube-proxy has its
+// EndpointSlice), as the gateway's pooled upstream reaches it.
 func startBackend(t testing.TB, ns string) *corev1.Pod {
 	t.Helper()
 	ctx := t.Context()
 	backend := echoPod(ns, "user-service")
 	require.NoError(t, env.Client.Create(ctx, backend))
-	require.NoError(t, env.Client.Create(ctx, &corev1.Service{
+	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backend.Name},
 		Spec: corev1.ServiceSpec{
 			Selector: backend.Labels,
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}},
 		},
-	}))
+	}
+	require.NoError(t, env.Client.Create(ctx, svc))
 	awaitReady(t, backend)
+	started := time.Now()
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, waitFor, tick, "Service %s: its ClusterIP %s never led to pod %s (kube-proxy log: %s)", svc.Name, svc.Spec.ClusterIP, backend.Name, logOf("kube-proxy"))
+	t.Logf("Service %s served through its ClusterIP %s after the pod was Ready", svc.Name, time.Since(started).Round(time.Millisecond))
 	return backend
 }
 
@@ -127,16 +142,23 @@ func startOperator(t testing.TB) {
 }
 
 // newGateway is a gateway of replicas pods named name in ns with one
-// route, shop.example.com/users, to backend's Service.
+// route, /users on gatewayHost(ns), to backend's Service.
 func newGateway(ns, name string, backend *corev1.Pod, replicas int32) *v1.APIGateway {
 	return &v1.APIGateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.APIGatewaySpec{Image: GatewayImage, Replicas: ptr.To(replicas), Routes: []v1.Route{{
-			Host: "shop.example.com", Path: "/users", PathType: v1.PathTypePrefix,
+			Host: v1.Hostname(gatewayHost(ns)), Path: "/users", PathType: v1.PathTypePrefix,
 			BackendService: v1.BackendService{Name: v1.ServiceName(backend.Name), Port: 8080},
 		}}},
 	}
 }
+
+// gatewayHost is the host of the gateways in namespace ns: one of its
+// own. The tests share one control plane, where a host belongs to the
+// namespace that routed it first (a HostClaim, kept for a day), so a
+// host shared between tests' namespaces would be served by the first
+// test's gateway only, and every later one's would answer 404.
+func gatewayHost(ns string) string { return "shop." + ns + ".example.com" }
 
 // getThrough asks the gateway pod at ip for path on host and returns the
 // echo backend's reply.
@@ -159,9 +181,8 @@ func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod
 const routeChangeWait = 3 * time.Minute
 
 // statusThrough is the status of a request through the gateway pod at
-// ip for path on newGateway's host, or 0 when there is no answer.
-func statusThrough(ctx context.Context, ip, path string) int {
-	const host = "shop.example.com"
+// ip for path on host, or 0 when there is no answer.
+func statusThrough(ctx context.Context, ip, host, path string) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+path, http.NoBody)
 	if err != nil {
 		return 0
@@ -184,8 +205,11 @@ func podUIDs(pods corev1.PodList) []string {
 	return uids
 }
 
-// processesNamed are the /proc/<pid>/status of the processes whose command
-// name is one of names: in the node's PID namespace, only the node's.
+// processesNamed are the /proc/<pid>/status of the running processes
+// whose command name is one of names: in the node's PID namespace, only
+// the node's. Not the zombies: the suite's process is that namespace's
+// init, and the shims of pods gone before (they detach from containerd)
+// are left to it, exited, holding no memory.
 func processesNamed(t *testing.T, names ...string) map[int]string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -201,7 +225,7 @@ func processesNamed(t *testing.T, names ...string) map[int]string {
 			continue // gone meanwhile
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(string(status), "Name:\t"), "\n")
-		if slices.Contains(names, name) {
+		if slices.Contains(names, name) && controlplane.Running(pid) {
 			out[pid] = string(status)
 		}
 	}
@@ -226,18 +250,19 @@ func awaitGatewayPodReady(ctx context.Context, gw *v1.APIGateway, created time.T
 }
 
 // startServiceDNS plays the cluster DNS at the node's address, where the
-// kubelet points the pods (clusterDNS): a Service's name is its ready
-// pods' addresses, as a headless Service's would be. There is no
-// kube-proxy, so no ClusterIP would lead anywhere.
+// kubelet points the pods (clusterDNS), as CoreDNS answers: a Service's
+// name is its ClusterIP, which the node's kube-proxy leads to its ready
+// pods, or a headless Service's ready pods' addresses.
 func startServiceDNS(t testing.TB) {
 	t.Helper()
-	_, stop, err := clusterdns.ServeLookup(net.JoinHostPort(controlplane.NodeIP, "53"), "cluster.local", readyPodIPs)
+	_, stop, err := clusterdns.ServeLookup(net.JoinHostPort(controlplane.NodeIP, "53"), "cluster.local", serviceIPs)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stop() })
 }
 
-// readyPodIPs are the ready pods' addresses of Service "name.namespace".
-func readyPodIPs(name string) []net.IP {
+// serviceIPs are the addresses of Service "name.namespace": its ClusterIP,
+// or, headless, its ready pods'.
+func serviceIPs(name string) []net.IP {
 	svcName, ns, ok := strings.Cut(name, ".")
 	if !ok {
 		return nil
@@ -247,6 +272,9 @@ func readyPodIPs(name string) []net.IP {
 	var svc corev1.Service
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: svcName}, &svc); err != nil {
 		return nil
+	}
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip != nil {
+		return []net.IP{ip}
 	}
 	var pods corev1.PodList
 	if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(svc.Spec.Selector)}); err != nil {

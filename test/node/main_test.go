@@ -103,8 +103,8 @@ func start() (*testenv.Env, error) {
 	})
 }
 
-// nodeBinDir is where `make node` puts the kubelet, kube-scheduler and
-// containerd: bin/node, or NODE_BIN.
+// nodeBinDir is where `make node` puts the kubelet, kube-scheduler,
+// kube-proxy and containerd: bin/node, or NODE_BIN.
 func nodeBinDir() (string, error) {
 	dir := os.Getenv("NODE_BIN")
 	if dir == "" {
@@ -114,7 +114,7 @@ func nodeBinDir() (string, error) {
 		}
 		dir = filepath.Join(root, "bin", "node")
 	}
-	for _, name := range []string{"kubelet", "kube-scheduler", "containerd", "ctr", "containerd-shim-runc-v2"} {
+	for _, name := range []string{"kubelet", "kube-scheduler", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%w: run `make node`", err)
 		}
