@@ -36,9 +36,9 @@ TRAEFIK       := $(BIN)/traefik
 TRAEFIK_KEY   := $(shell cat hack/traefik/go.mod hack/traefik/go.sum hack/traefik/build.sh hack/traefik/ext/* | sha256sum | cut -c1-16)
 TRAEFIK_STAMP := $(BIN)/.traefik-built-$(TRAEFIK_KEY)
 
-# The local node's binaries (kubelet, kube-scheduler, containerd, ctr, the
-# runc shim) built by hack/node/build.sh into ./bin/node: the kubelet and
-# kube-scheduler from hack/k8s, at the API server's version, so the stamp is
+# The local node's binaries (kubelet, kube-scheduler, kube-proxy, containerd,
+# ctr, the runc shim) built by hack/node/build.sh into ./bin/node: the
+# Kubernetes ones from hack/k8s, at the API server's version, so the stamp is
 # keyed on both modules' files. Apart from ./bin/k8s, so that `make test`
 # does not build them.
 NODE_BIN   := $(BIN)/node
@@ -131,7 +131,7 @@ test: verify k8s nginx netns promtool helm traefik ## Run every test against a r
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: test-node
-test-node: k8s node nginx ## Run the real node's suite (test/node: kubelet, containerd, gateway pods; needs root).
+test-node: k8s node nginx ## Run the real node's suite (test/node: kubelet, kube-proxy, containerd, gateway pods; needs root).
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) $(NODE_PKGS)
 
 .PHONY: fuzz
@@ -156,7 +156,7 @@ $(K8S_STAMP):
 	touch $@
 
 .PHONY: node
-node: $(NODE_STAMP) netns ## Build and install what a local node needs: kubelet, kube-scheduler and containerd (./bin/node), runc and the CNI plugins (Debian).
+node: $(NODE_STAMP) netns ## Build and install what a local node needs: kubelet, kube-scheduler, kube-proxy and containerd (./bin/node), runc, the CNI plugins and nft (Debian).
 	hack/install-node-tools.sh
 
 $(NODE_STAMP):

@@ -5,7 +5,8 @@
 # the version strings are stamped in so the API server reports its real version
 # (kubectl's skew check and discovery read it). Given Kubernetes commands after
 # $1, it builds those instead (and no etcd): hack/node/build.sh builds the
-# node's kubelet and kube-scheduler so, at the API server's version.
+# node's kubelet, kube-scheduler and kube-proxy so, at the API server's
+# version.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,6 +1,6 @@
 // Module k8s-tools builds the local control plane used by the tests
 // (kube-apiserver, kube-controller-manager, etcd), the kubectl they drive, and
-// the local node's kubelet and kube-scheduler (hack/node/build.sh).
+// the local node's kubelet, kube-scheduler and kube-proxy (hack/node/build.sh).
 // It is a separate module so that k8s.io/kubernetes never enters the
 // operator's own dependency graph. k8s.io/kubernetes points its staging
 // modules at ./staging with replace directives, which only work inside its own

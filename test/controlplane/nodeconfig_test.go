@@ -96,3 +96,47 @@ func TestMountsReadsMountinfo(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, cgroups)
 }
+
+// kube-proxy writes no kernel setting: every conntrack flag that would
+// write one says "leave it" (0), and its mode (nftables) writes no
+// other; it listens only on the node namespace's loopback.
+func TestKubeProxyArgsLeaveTheKernelAlone(t *testing.T) {
+	args := kubeProxyArgs("n1", "/d/kubeconfig")
+	for _, want := range []string{
+		"--proxy-mode=nftables",
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+		"--hostname-override=n1",
+		"--kubeconfig=/d/kubeconfig",
+		"--cluster-cidr=" + podSubnet,
+	} {
+		assert.Contains(t, args, want)
+	}
+	for _, arg := range args {
+		if strings.HasPrefix(arg, "--conntrack-") {
+			assert.True(t, strings.HasSuffix(arg, "=0"), "%s writes a conntrack setting", arg)
+		}
+		if strings.Contains(arg, "bind-address=") {
+			assert.Contains(t, arg, "=127.0.0.1:", "%s listens beyond loopback", arg)
+		}
+	}
+}
+
+func TestWithNodeControllers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in, want []string
+	}{
+		"none":          {in: nil, want: nodeControllers},
+		"deployments":   {in: []string{"deployment-controller"}, want: append([]string{"deployment-controller"}, nodeControllers...)},
+		"one of them":   {in: []string{"endpointslice-controller"}, want: []string{"endpointslice-controller", "node-lifecycle-controller"}},
+		"all of them":   {in: []string{"*"}, want: []string{"*"}},
+		"already there": {in: nodeControllers, want: nodeControllers},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := slices.Clone(tc.in)
+			require.Equal(t, tc.want, withNodeControllers(in))
+			require.Equal(t, tc.in, in, "the caller's slice changed")
+		})
+	}
+}
