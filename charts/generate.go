@@ -560,6 +560,14 @@ gatewayTrustedProxies: []
 # this one would open the traffic port (docs/security.md).
 gatewayNetworkPolicy: false
 
+# A PodDisruptionBudget per APIGateway of two replicas or more
+# (--gateway-disruption-budget): a node drain evicts its pods one at a
+# time, each once the one before has a Ready replacement. Set it false
+# where you give the gateway pods budgets of your own (the eviction API
+# refuses a pod that two budgets select): the operator then deletes its
+# own (docs/platform.md).
+gatewayDisruptionBudget: true
+
 # Namespaced mode (--watch-namespaces): the namespaces whose APIGateways
 # the operator serves, e.g. [team-a, team-b]. The ClusterRole then keeps
 # only its rules on cluster-scoped resources; those on namespaced ones

@@ -21,6 +21,7 @@ const (
 	flagHostRelease    = "--host-release-after"
 	flagWatch          = "--watch-namespaces"
 	flagStatusFrom     = "--gateway-status-from-namespace"
+	flagBudget         = "--gateway-disruption-budget"
 )
 
 // WatchedRole names the Role and RoleBinding namespaced mode renders in
@@ -54,6 +55,7 @@ var builtinNamespaced = map[schema.GroupResource]bool{
 	{Group: "networking.k8s.io", Resource: "ingressclasses"}:                             false,
 	{Group: "networking.k8s.io", Resource: "ingresses"}:                                  true,
 	{Group: "networking.k8s.io", Resource: "networkpolicies"}:                            true,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                                  true,
 }
 
 // scopes says whether a resource is namespaced: builtinNamespaced, and the
@@ -259,6 +261,11 @@ var flagActions = map[*regexp.Regexp]func(indent string) string{
 		return "{{- if .Values.gatewayNetworkPolicy }}\n" + in +
 			`- {{ printf "` + flagStatusFrom + `=%s" .Release.Namespace | quote }}` + "\n{{- end }}"
 	},
+	// On by default in the operator too: only false is written out.
+	regexp.MustCompile(`(?m)^( *)- __GATEWAY_DISRUPTION_BUDGET__$`): func(in string) string {
+		return "{{- if not .Values.gatewayDisruptionBudget }}\n" + in +
+			`- "` + flagBudget + `=false"` + "\n{{- end }}"
+	},
 	// Each admission webhook sees only the watched namespaces' objects.
 	regexp.MustCompile(`(?m)^( *)namespaceSelector: __WEBHOOK_NAMESPACES__$`): func(in string) string {
 		return "{{- with .Values.watchNamespaces }}\n" +
@@ -295,7 +302,7 @@ func placeholdFlags(c map[string]any) error {
 	if !found {
 		return fmt.Errorf("the manager's args do not write out %s", flagOwnership)
 	}
-	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__", "__GATEWAY_NETWORK_POLICY__")
+	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__", "__GATEWAY_NETWORK_POLICY__", "__GATEWAY_DISRUPTION_BUDGET__")
 	return nil
 }
 

@@ -324,9 +324,12 @@ func TestOwnershipValues(t *testing.T) {
 		flagTrustedProxies+"=10.0.0.0/8,fd00::/8")
 	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayNetworkPolicy=true"))))["args"],
 		flagStatusFrom+"="+release, "the operator's pods, in the release namespace, read the status port")
+	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayDisruptionBudget=false"))))["args"],
+		flagBudget+"=false")
 	for _, a := range args.([]any) {
 		assert.NotContains(t, a, flagTrustedProxies, "no trusted proxy by default")
 		assert.NotContains(t, a, flagStatusFrom, "no gateway NetworkPolicy by default: it would widen an admin's own")
+		assert.NotContains(t, a, flagBudget, "the operator's default, budgets on")
 	}
 }
 
@@ -345,13 +348,14 @@ func TestChartFlagsExist(t *testing.T) {
 	for _, mode := range []string{"selfSigned", "certManager"} {
 		args := managerOf(t, byKey(objects(t, helmTemplate(t, "certificates.mode="+mode, "webhook.clientAuth.enabled=true",
 			"tracing.otlpEndpoint=collector:4317", "namespaceOwnership=InterNamespaceAllowed",
-			"gatewayTrustedProxies={10.0.0.0/8}", "watchNamespaces={team-a}", "gatewayNetworkPolicy=true"))))["args"].([]any)
+			"gatewayTrustedProxies={10.0.0.0/8}", "watchNamespaces={team-a}", "gatewayNetworkPolicy=true",
+			"gatewayDisruptionBudget=false"))))["args"].([]any)
 		var names []string
 		for _, a := range args {
 			name, _, _ := strings.Cut(a.(string), "=")
 			names = append(names, strings.TrimPrefix(name, "--"))
 		}
-		for _, want := range []string{flagOwnership, flagTrustedProxies, flagWatch, flagStatusFrom} {
+		for _, want := range []string{flagOwnership, flagTrustedProxies, flagWatch, flagStatusFrom, flagBudget} {
 			assert.Contains(t, names, strings.TrimPrefix(want, "--"), mode)
 		}
 		for _, n := range names {

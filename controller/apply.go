@@ -117,6 +117,21 @@ func deleteChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Cont
 	if apierrors.IsNotFound(err) {
 		obj, err = liveMetadata(ctx, c, k, key)
 	}
+	return deleteControlled(ctx, c, gw, k, key, obj, err)
+}
+
+// deleteCachedChild is deleteChild without the live read on a cache
+// miss: for a child whose absence is the common case, where a child of
+// gw's left behind without its labels does no harm (see
+// applyDisruptionBudget).
+func deleteCachedChild[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, gw *v1.APIGateway, k child[O, A], key client.ObjectKey) (action, error) {
+	obj := k.newObj()
+	return deleteControlled(ctx, c, gw, k, key, obj, c.cached.Get(ctx, key, obj))
+}
+
+// deleteControlled deletes obj, named key and read with err, when gw
+// controls it.
+func deleteControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, gw *v1.APIGateway, k child[O, A], key client.ObjectKey, obj client.Object, err error) (action, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		return unchanged, nil

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,11 +46,12 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&v1.APIGateway{}:        {Transform: slimGateway},
-			&corev1.ConfigMap{}:     cachedChildren(configMapChild),
-			&appsv1.Deployment{}:    cachedChildren(deploymentChild),
-			&corev1.Service{}:       cachedChildren(serviceChild),
-			&networkingv1.Ingress{}: cachedChildren(ingressChild),
+			&v1.APIGateway{}:                {Transform: slimGateway},
+			&corev1.ConfigMap{}:             cachedChildren(configMapChild),
+			&appsv1.Deployment{}:            cachedChildren(deploymentChild),
+			&corev1.Service{}:               cachedChildren(serviceChild),
+			&networkingv1.Ingress{}:         cachedChildren(ingressChild),
+			&policyv1.PodDisruptionBudget{}: cachedChildren(disruptionBudgetChild),
 			// Read only while --gateway-status-from is set.
 			&networkingv1.NetworkPolicy{}: cachedChildren(networkPolicyChild),
 			// The gateway pods and their ReplicaSets, which carry the pod
@@ -214,6 +216,10 @@ var (
 	// repairServicePorts reads the ports.
 	slimService = func(s *corev1.Service) {
 		s.Spec, s.Status = corev1.ServiceSpec{Ports: s.Spec.Ports}, corev1.ServiceStatus{}
+	}
+	// Nothing of a budget's is read but its metadata.
+	slimDisruptionBudget = func(b *policyv1.PodDisruptionBudget) {
+		b.Spec, b.Status = policyv1.PodDisruptionBudgetSpec{}, policyv1.PodDisruptionBudgetStatus{}
 	}
 	slimIngress = func(i *networkingv1.Ingress) {
 		i.Spec, i.Status = networkingv1.IngressSpec{}, networkingv1.IngressStatus{}

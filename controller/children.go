@@ -5,6 +5,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	gatewayv1ac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -33,6 +34,11 @@ type ChildOptions struct {
 	// may reach the gateway pods' status port: each gateway then gets a
 	// NetworkPolicy (desiredNetworkPolicy). Empty: none.
 	StatusFrom string
+	// NoDisruptionBudget turns off the PodDisruptionBudget of the
+	// gateways of two replicas or more (desiredDisruptionBudget), which
+	// the operator builds by default: the zero options build what the
+	// operator does.
+	NoDisruptionBudget bool
 	// ServiceAddresses, when set, gives the backend Services' ClusterIPs,
 	// to which the gateway pools connections (render.Options). The
 	// reconciler sets it from its cache; nil renders every backend by
@@ -62,6 +68,10 @@ type Desired struct {
 	HTTPRoutes []*gatewayv1ac.HTTPRouteApplyConfiguration
 	// NetworkPolicy is nil unless ChildOptions.StatusFrom is set.
 	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
+	// DisruptionBudget is nil for a gateway of fewer than two replicas,
+	// or with ChildOptions.NoDisruptionBudget: the reconciler then
+	// deletes the gateway's.
+	DisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
 // Children builds gw's children exactly as the reconciler applies them;
@@ -82,7 +92,11 @@ type Desired struct {
 // every route of this one (servedGateway); its pods and Service stay, to
 // take the routes back when those gateways let them go.
 func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
-	d := Desired{Service: desiredService(gw), NetworkPolicy: desiredNetworkPolicy(gw, opts.StatusFrom)}
+	d := Desired{
+		Service:          desiredService(gw),
+		NetworkPolicy:    desiredNetworkPolicy(gw, opts.StatusFrom),
+		DisruptionBudget: desiredDisruptionBudget(gw, opts.NoDisruptionBudget),
+	}
 	switch {
 	case exposedByHTTPRoute(gw):
 		d.HTTPRoutes = desiredHTTPRoutes(gw)
@@ -122,6 +136,9 @@ func (d Desired) Objects() []runtime.ApplyConfiguration {
 	}
 	if d.NetworkPolicy != nil {
 		out = append(out, d.NetworkPolicy)
+	}
+	if d.DisruptionBudget != nil {
+		out = append(out, d.DisruptionBudget)
 	}
 	return out
 }

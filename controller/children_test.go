@@ -115,6 +115,8 @@ func typedChild(t *testing.T, ac runtime.ApplyConfiguration) client.Object {
 		obj = httpRouteChild.newObj()
 	case "NetworkPolicy":
 		obj = networkPolicyChild.newObj()
+	case "PodDisruptionBudget":
+		obj = disruptionBudgetChild.newObj()
 	default:
 		t.Fatalf("not a child: %T of kind %q", ac, u.GetKind())
 	}
@@ -130,14 +132,14 @@ func TestChildrenObjects(t *testing.T) {
 	gw := testGateways()["full"]
 	d, err := Children(gw, ChildOptions{DefaultImage: testImage})
 	require.NoError(t, err)
-	assert.Equal(t, []runtime.ApplyConfiguration{d.ConfigMap, d.Deployment, d.Service, d.Ingress}, d.Objects())
+	assert.Equal(t, []runtime.ApplyConfiguration{d.ConfigMap, d.Deployment, d.Service, d.Ingress, d.DisruptionBudget}, d.Objects())
 
 	refused := gateway("refused", route("refused.example.com", "/a%20b", v1.PathTypePrefix, "web", 80))
 	d, err = Children(refused, ChildOptions{DefaultImage: testImage})
 	require.Error(t, err)
 	assert.Nil(t, d.ConfigMap)
 	assert.Nil(t, d.Deployment)
-	assert.Equal(t, []runtime.ApplyConfiguration{d.Service, d.Ingress}, d.Objects())
+	assert.Equal(t, []runtime.ApplyConfiguration{d.Service, d.Ingress}, d.Objects(), "one replica: no budget")
 
 	_, err = Children(gw, ChildOptions{DefaultImage: testImage, Resolvers: []string{"dns.example.com"}})
 	assert.Error(t, err, "a resolver that is no IP address")
@@ -150,5 +152,5 @@ func TestChildrenObjects(t *testing.T) {
 	d, err = Children(none, ChildOptions{DefaultImage: testImage})
 	require.NoError(t, err)
 	assert.Nil(t, d.Ingress)
-	assert.Equal(t, []runtime.ApplyConfiguration{d.ConfigMap, d.Deployment, d.Service}, d.Objects())
+	assert.Equal(t, []runtime.ApplyConfiguration{d.ConfigMap, d.Deployment, d.Service, d.DisruptionBudget}, d.Objects())
 }

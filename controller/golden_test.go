@@ -122,6 +122,9 @@ func TestBuildersGolden(t *testing.T) {
 				Image: testImage, ConfigHash: configHash(config), ReloaderImage: testReloaderImage,
 			}))
 			goldenYAML(t, name+".service.yaml", desiredService(gw))
+			if budget := desiredDisruptionBudget(gw, false); budget != nil {
+				goldenYAML(t, name+".poddisruptionbudget.yaml", budget)
+			}
 			if !exposedByHTTPRoute(gw) {
 				goldenYAML(t, name+".ingress.yaml", desiredIngress(gw))
 				return

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +69,8 @@ type Options struct {
 	TrustedProxies []string
 	// StatusFrom: see ChildOptions.
 	StatusFrom string
+	// NoDisruptionBudget: see ChildOptions.
+	NoDisruptionBudget bool
 	// Namespaces, when set, are the only namespaces the manager's cache
 	// holds (namespaced mode); the HTTPRoute cache (httpRouteWatch) is
 	// restricted to them too.
@@ -94,7 +98,8 @@ type Options struct {
 // children are the options that shape the children (Children).
 func (o Options) children() ChildOptions {
 	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain,
-		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage, StatusFrom: o.StatusFrom}
+		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage, StatusFrom: o.StatusFrom,
+		NoDisruptionBudget: o.NoDisruptionBudget}
 }
 
 // childOptions are the options Children renders with now: the operator's,
@@ -131,6 +136,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -220,6 +226,10 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{}))
 	if opts.StatusFrom != "" {
 		b = b.Owns(&networkingv1.NetworkPolicy{})
+	}
+	if !opts.NoDisruptionBudget {
+		// One deleted or edited by hand is put back.
+		b = b.Owns(&policyv1.PodDisruptionBudget{})
 	}
 	c, err := b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).Build(rec)
 	if err != nil {
@@ -402,6 +412,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 		failures = append(failures, *f)
 	}
 	r.applyNetworkPolicy(ctx, gw, want, note)
+	r.applyDisruptionBudget(ctx, gw, want, note)
 	if len(made) > 0 {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeNormal, string(created), "Apply", "%s %s", string(created), strings.Join(made, ", "))
 	}
@@ -644,6 +655,10 @@ var (
 	networkPolicyChild = child[*networkingv1.NetworkPolicy, *networkingv1ac.NetworkPolicyApplyConfiguration]{
 		kind: "NetworkPolicy", newObj: func() *networkingv1.NetworkPolicy { return &networkingv1.NetworkPolicy{} },
 		extract: networkingv1ac.ExtractNetworkPolicy,
+	}
+	disruptionBudgetChild = child[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]{
+		kind: "PodDisruptionBudget", newObj: func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} },
+		extract: policyv1ac.ExtractPodDisruptionBudget, slim: slimDisruptionBudget,
 	}
 	httpRouteChild = child[*gatewayv1.HTTPRoute, *gatewayv1ac.HTTPRouteApplyConfiguration]{
 		kind: "HTTPRoute", newObj: func() *gatewayv1.HTTPRoute { return &gatewayv1.HTTPRoute{} }, extract: gatewayv1ac.ExtractHTTPRoute,

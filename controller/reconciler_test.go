@@ -67,7 +67,7 @@ func TestSeedExampleGetsItsChildren(t *testing.T) {
 		reasons, err := gatewayEvents(ctx, gw)
 		require.NoError(c, err)
 		assert.Equal(c, []string{
-			"Normal Created: Created ConfigMap my-app-gateway-config, Deployment my-app-gateway, Service my-app-gateway, Ingress my-app-gateway",
+			"Normal Created: Created ConfigMap my-app-gateway-config, Deployment my-app-gateway, Service my-app-gateway, Ingress my-app-gateway, PodDisruptionBudget my-app-gateway",
 		}, reasons)
 	}, waitFor, tick)
 }

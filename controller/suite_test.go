@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -146,6 +147,7 @@ func deleteGateway(gw *v1.APIGateway) {
 	for obj, k := range map[client.Object]client.ObjectKey{
 		&corev1.ConfigMap{}:  {Namespace: gw.Namespace, Name: gw.Name + "-config"},
 		&appsv1.Deployment{}: key, &corev1.Service{}: key, &networkingv1.Ingress{}: key,
+		&policyv1.PodDisruptionBudget{}: key,
 	} {
 		obj.SetNamespace(k.Namespace)
 		obj.SetName(k.Name)

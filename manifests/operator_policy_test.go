@@ -8,9 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -108,6 +110,20 @@ func TestOperatorPolicies(t *testing.T) {
 		require.NoError(t, operator.Create(ctx, mine))
 		mine.Data = map[string]string{"gateway.conf.template": "x"}
 		require.NoError(t, operator.Update(ctx, mine))
+		require.NoError(t, operator.Delete(ctx, mine))
+	})
+	t.Run("a PodDisruptionBudget", func(t *testing.T) {
+		budget := func(name string) *policyv1.PodDisruptionBudget {
+			cm := child(ns.Name, name)
+			return &policyv1.PodDisruptionBudget{ObjectMeta: cm.ObjectMeta, Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": gw.Name}}}}
+		}
+		orphan := budget("every-pod")
+		orphan.OwnerReferences = nil
+		forbidden(t, operator.Create(ctx, orphan), "writes only objects it built")
+		mine := budget(gw.Name)
+		require.NoError(t, operator.Create(ctx, mine))
 		require.NoError(t, operator.Delete(ctx, mine))
 	})
 	t.Run("the defaults policy's parameters", func(t *testing.T) {

@@ -62,6 +62,9 @@ type options struct {
 	clusterDomain   string
 	trustedProxies  string
 	ownership       string
+	// disruptionBudget is --gateway-disruption-budget, which
+	// controller.Options holds the other way round (NoDisruptionBudget).
+	disruptionBudget bool
 	// watchNamespaces is --watch-namespaces as written; namespaces is it
 	// split and checked, nil for every namespace.
 	watchNamespaces string
@@ -111,6 +114,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.StringVar(&o.controller.StatusFrom, "gateway-status-from-namespace", "", "Namespace (the operator's) whose pods alone may reach the gateway pods' status port: each APIGateway then gets a NetworkPolicy N that allows that, and the traffic port from anywhere. "+
 		"Do not set it where your own NetworkPolicies narrow who reaches the gateway pods: policies add up, so this one would open the traffic port. Empty: no policy.")
+	fs.BoolVar(&o.disruptionBudget, "gateway-disruption-budget", true, "Give each APIGateway of two replicas or more a PodDisruptionBudget N that lets one of its pods at a time be evicted (a node drain then waits for the replacement to be Ready). "+
+		"false: none, and the ones made before are deleted; turn it off where you give the gateway pods budgets of your own, since the eviction API refuses pods that two budgets select.")
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
 	fs.DurationVar(&o.controller.HostReleaseAfter, "host-release-after", controller.DefaultHostReleaseAfter, hostReleaseAfterUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
@@ -138,6 +143,7 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.TrustedProxies = proxies
+	o.controller.NoDisruptionBudget = !o.disruptionBudget
 	if errs := validation.IsDNS1123Label(o.controller.StatusFrom); o.controller.StatusFrom != "" && len(errs) > 0 {
 		return fmt.Errorf("--gateway-status-from-namespace: %s", strings.Join(errs, "; "))
 	}

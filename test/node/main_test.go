@@ -93,7 +93,9 @@ func start() (*testenv.Env, error) {
 		return nil, err
 	}
 	return testenv.Start(testenv.Options{
-		Controllers: []string{"deployment-controller", "replicaset-controller"},
+		// The disruption controller computes the gateways' budgets'
+		// status, which the Eviction API reads.
+		Controllers: []string{"deployment-controller", "replicaset-controller", "disruption-controller"},
 		Node: &controlplane.NodeOptions{
 			BinDir:     bin,
 			Name:       nodeName,
