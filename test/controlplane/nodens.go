@@ -38,6 +38,11 @@ func EnterNodeNamespaces() (code int, done bool, err error) {
 	if os.Geteuid() != 0 {
 		return 1, true, fmt.Errorf("a node needs root (it makes namespaces, mounts and cgroups); running as uid %d", os.Geteuid())
 	}
+	unlock, err := lockMachine()
+	if err != nil {
+		return 1, true, err
+	}
+	defer unlock()
 	args := []string{"--net", "--mount", "--propagation=private", "--pid", "--fork", "--mount-proc", "--kill-child", "--", os.Args[0]}
 	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -50,6 +55,37 @@ func EnterNodeNamespaces() (code int, done bool, err error) {
 		return 1, true, fmt.Errorf("running under unshare: %w", err)
 	}
 	return 0, true, nil
+}
+
+// machineLock is the folder whose lock a node holds on the machine while
+// it runs: an existing folder, so that waiting leaves nothing behind.
+const machineLock = "/var/lib"
+
+// lockMachine waits until no other node runs on the machine and keeps it
+// so until unlock. Nodes in namespaces of their own still share the
+// machine's folders they mount over (hostPaths): a node that made a
+// missing one removes it when it stops, and removing a folder detaches
+// every other mount namespace's mount on it, so a second node running
+// then would lose its kubelet's and containerd's folders and write to
+// the machine's (seen: two `make test-node` at once left /run/containerd
+// and /var/lib/cni behind, and one failed to unmount /var/log/pods). The
+// lock is an flock(2), which the kernel drops when the process ends,
+// however it ends.
+func lockMachine() (unlock func(), err error) {
+	f, err := os.Open(machineLock)
+	if err != nil {
+		return nil, err
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		fmt.Fprintf(os.Stderr, "another node runs on this machine (a lock on %s): waiting for it to stop\n", machineLock)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("locking %s: %w", machineLock, err)
+	}
+	return func() { _ = f.Close() }, nil
 }
 
 // run runs a command, returning its output with its error.
