@@ -19,8 +19,9 @@ import (
 const renderSynopsis = `Usage: apigateway-operator render -f FILE|DIR|- [flags]
 
 Prints the children the operator would create for each APIGateway: the
-ConfigMap with the rendered nginx configuration, the Deployment, the Service
-and the Ingress, built by the function the reconciler applies them from.
+ConfigMap with the rendered nginx configuration, the Deployment, the Service,
+the Ingress and, for two replicas or more, the PodDisruptionBudget, built by
+the function the reconciler applies them from.
 They are sorted by kind, then namespace and name, so a change to a gateway
 shows as a diff of its children. The gateways are judged first, as validate
 judges them (both versions, defaulting with --default-image and
