@@ -73,21 +73,29 @@ func benchB8(operator string) func(context.Context, *harness) ([]row, error) {
 }
 
 func b8InNamespace(ctx context.Context, operator string) ([]row, error) {
-	dir, err := os.MkdirTemp("", "bench-b8-")
+	operator, err := filepath.Abs(operator)
+	if err != nil {
+		return nil, err
+	}
+	return rowsInNamespace(ctx, "B8", b8Rows, "-operator", operator)
+}
+
+// rowsInNamespace runs row id in a network namespace of its own: the
+// bench again, under `unshare -n` with loopback up, with -rows id and
+// args, and env naming the file the rows come back in.
+func rowsInNamespace(ctx context.Context, id, env string, args ...string) ([]row, error) {
+	dir, err := os.MkdirTemp("", "bench-"+strings.ToLower(id)+"-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if operator, err = filepath.Abs(operator); err != nil {
-		return nil, err
-	}
 	out := filepath.Join(dir, "rows.json")
-	cmd := exec.CommandContext(ctx, "unshare", "-n", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
-		os.Args[0], "-rows", "B8", "-operator", operator, "-out", filepath.Join(dir, "bench.md"))
-	cmd.Env = append(os.Environ(), b8Rows+"="+out)
+	args = append([]string{os.Args[0], "-rows", id, "-out", filepath.Join(dir, "bench.md")}, args...)
+	cmd := exec.CommandContext(ctx, "unshare", append([]string{"-n", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`}, args...)...)
+	cmd.Env = append(os.Environ(), env+"="+out)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("B8 in a network namespace (needs root for unshare -n): %w", err)
+		return nil, fmt.Errorf("%s in a network namespace (needs root for unshare -n): %w", id, err)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
