@@ -183,13 +183,13 @@ nginx: ## Install Debian's nginx for the controller's `nginx -t` tests (no-op wh
 	hack/install-nginx.sh
 
 .PHONY: netns
-netns: ## Install ip, unshare and nsenter for the gateway pods' network namespaces in tests and B8 (no-op when present).
+netns: ## Install ip, unshare and nsenter for the gateway pods' network namespaces in tests, B8 and B10 (no-op when present).
 	hack/install-netns-tools.sh
 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: k8s build nginx netns ## Micro-benchmarks and the B1-B9 table (also written to bin/bench.md).
+bench: k8s build nginx netns ## Micro-benchmarks and the B1-B10 table (also written to bin/bench.md).
 	$(TEST_ENV) go test -run '^$$' -bench . -benchmem ./webhooks ./conversion ./controller ./render ./api/v1/validation
 	$(TEST_ENV) go run ./hack/bench -operator $(BIN)/apigateway-operator -out $(BIN)/bench.md
 
