@@ -63,10 +63,13 @@ func (n *nginxProcess) args(extra ...string) []string {
 	return append(append(append([]string(nil), n.command[1:]...), extra...), "-g", n.globals)
 }
 
+// testTimeout bounds one `nginx -t`.
+const testTimeout = time.Minute
+
 // test runs `nginx -t` on the files as they are now, with the image's own
 // nginx and nginx.conf; a refusal returns nginx's output.
 func (n *nginxProcess) test(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, n.command[0], n.args("-t")...).CombinedOutput()
 	if err != nil {

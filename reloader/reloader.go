@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"example.com/apigateway-operator/push"
 )
 
 // Config is how the pod template runs the reloader (its flags, see Main).
@@ -48,6 +51,13 @@ type Config struct {
 	ReloadTimeout time.Duration
 	// Resync re-reads the template this often besides the file events.
 	Resync time.Duration
+	// PushIdentity is the mounted push.Identity (the ConfigMap's
+	// push.IdentityKey, beside Template): the key pushes to PushPath must
+	// be signed with, the gateway they must name and the serial of the
+	// template beside it. Empty turns pushes off; so does a volume
+	// without the file (an operator from before pushes), where the
+	// reloader follows the template alone, as it always did.
+	PushIdentity string
 	// Nginx is the nginx command and its arguments (the reloader adds -g).
 	Nginx []string
 	// Stdout and Stderr receive nginx's output and the reloader's log.
@@ -66,9 +76,51 @@ type reloader struct {
 	// onDisk is what the output files hold: the configuration nginx
 	// serves, or the last one it started with.
 	onDisk files
+	// applying is held by whoever writes, tests or loads a configuration
+	// (the volume's watcher, a push, the start): one at a time, as they
+	// share nginx and the files.
+	applying chan struct{}
+	// served is where what nginx serves came from, and volume the last
+	// UID and serial read from the volume (both under applying).
+	served, volume served
+	// pushing is the one push slot: a push that finds it taken is turned
+	// away at once rather than queued.
+	pushing chan struct{}
 
 	mu     sync.Mutex
 	status Status
+}
+
+// offer is a template offered to nginx, by the volume or by a push, with
+// the gateway's UID and the serial it came with (none from a volume
+// without an identity).
+type offer struct {
+	template []byte
+	uid      string
+	serial   uint64
+}
+
+// served is the UID and serial of the template nginx serves (its hash is
+// Status.Loaded).
+type served struct {
+	uid    string
+	serial uint64
+}
+
+// order places o relative to what is served: negative when older, zero
+// for the same serial, positive when newer. An offer for another UID (a
+// gateway deleted and created again restarts its serials) or without one
+// (an operator from before pushes) is judged by its hash alone, as
+// before pushes: newer.
+func (s served) order(o offer) int {
+	switch {
+	case o.uid == "" || o.uid != s.uid || o.serial > s.serial:
+		return 1
+	case o.serial < s.serial:
+		return -1
+	default:
+		return 0
+	}
 }
 
 // Run supervises nginx until ctx ends, then stops it gracefully (nginx's
@@ -79,10 +131,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if len(cfg.Nginx) == 0 {
 		return errors.New("no nginx command")
 	}
-	r := &reloader{cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil))}
+	r := &reloader{
+		cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil)),
+		applying: make(chan struct{}, 1), pushing: make(chan struct{}, 1),
+	}
 	r.nginx = newNginx(cfg.Nginx, cfg.ShutdownTimeout, cfg.ProbeSocket, cfg.Stdout, cfg.Stderr)
+	// Held until nginx serves: a push before that waits, or is turned
+	// away.
+	r.applying <- struct{}{}
 	if cfg.StatusAddress != "" {
-		stop, err := serveStatus(cfg.StatusAddress, r.snapshot, r.log)
+		var pushes http.Handler
+		if cfg.PushIdentity != "" && cfg.Watch {
+			pushes = r.servePush(ctx)
+		}
+		stop, err := serveStatus(cfg.StatusAddress, r.snapshot, pushes, r.log)
 		if err != nil {
 			return err
 		}
@@ -94,7 +156,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer stopWatch()
 	r.onDisk = readFiles(cfg.Output, r.probePath())
-	if err := r.start(ctx, changes); err != nil {
+	err = r.start(ctx, changes)
+	<-r.applying
+	if err != nil {
 		return err
 	}
 	for {
@@ -110,7 +174,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return r.nginx.exitErr()
 		case <-changes:
 			if cfg.Watch {
-				r.reload(ctx)
+				r.volumeChanged(ctx)
 			}
 		}
 	}
@@ -152,11 +216,17 @@ func (r *reloader) refuse(hash, reason, message string) {
 // otherwise the reloader waits for another template.
 func (r *reloader) start(ctx context.Context, changes <-chan struct{}) error {
 	for {
-		hash, err := r.prepare(ctx)
+		o, err := r.readVolume()
+		hash := ""
+		if err == nil {
+			hash, err = r.prepare(ctx, o.template)
+		}
 		if err != nil && r.onDisk.config != nil {
-			hash = probeConfigHash(r.onDisk.probe)
+			// Where the files on disk came from is not known.
+			hash, o = probeConfigHash(r.onDisk.probe), offer{}
 		}
 		if hash != "" {
+			r.served = served{uid: o.uid, serial: o.serial}
 			return r.launch(ctx, hash)
 		}
 		select {
@@ -189,18 +259,67 @@ func (r *reloader) launch(ctx context.Context, hash string) error {
 	return nil
 }
 
-// prepare renders the template into the output directory and tests it
-// with nginx -t. On a refusal it records why, puts the previous files
-// back and returns an error; on success the new files stay on disk and it
-// returns the template's hash.
-func (r *reloader) prepare(ctx context.Context) (string, error) {
-	template, err := os.ReadFile(r.cfg.Template)
-	if err != nil {
-		// A projected ConfigMap volume is never missing in a running pod;
-		// there is no configuration to name.
-		r.refuse("", ReasonUnreadable, Bound(err.Error(), MaxMessage))
-		return "", err
+// readVolume reads the mounted template and, when pushes are on, the
+// identity beside it. The kubelet swaps a projected volume's files
+// together, but two reads may fall on either side of a swap: the identity
+// read again after the template tells, and the reads are tried again.
+func (r *reloader) readVolume() (offer, error) {
+	for {
+		before, err := r.readIdentity()
+		if err != nil {
+			return offer{}, r.unreadable(err)
+		}
+		template, err := os.ReadFile(r.cfg.Template)
+		if err != nil {
+			return offer{}, r.unreadable(err)
+		}
+		after, err := r.readIdentity()
+		if err != nil {
+			return offer{}, r.unreadable(err)
+		}
+		if !bytes.Equal(before, after) {
+			continue
+		}
+		o := offer{template: template}
+		if after != nil {
+			id, err := push.ParseIdentity(after)
+			if err != nil {
+				// Judged by its hash, as before pushes; pushes are refused.
+				r.log.Warn("the mounted push identity is not usable", "error", err)
+				return o, nil
+			}
+			o.uid, o.serial = id.UID, id.Serial
+		}
+		return o, nil
 	}
+}
+
+// readIdentity is the mounted identity file, nil when pushes are off or
+// the volume has none.
+func (r *reloader) readIdentity() ([]byte, error) {
+	if r.cfg.PushIdentity == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(r.cfg.PushIdentity)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+// unreadable records that the volume could not be read. A projected
+// ConfigMap volume is never missing in a running pod; there is no
+// configuration to name.
+func (r *reloader) unreadable(err error) error {
+	r.refuse("", ReasonUnreadable, Bound(err.Error(), MaxMessage))
+	return err
+}
+
+// prepare renders template into the output directory and tests it with
+// nginx -t. On a refusal it records why, puts the previous files back and
+// returns an error; on success the new files stay on disk and it returns
+// the template's hash.
+func (r *reloader) prepare(ctx context.Context, template []byte) (string, error) {
 	hash := Hash(template)
 	if st := r.snapshot(); hash == st.Loaded || (st.Refused != nil && hash == st.Refused.Hash) {
 		// Served already, or refused already: nothing new to test.
@@ -230,13 +349,43 @@ func (r *reloader) prepare(ctx context.Context) (string, error) {
 // errUnchanged: the template is the one nginx serves, or one it refused.
 var errUnchanged = errors.New("unchanged")
 
+// volumeChanged loads the mounted template, unless it is older than what
+// nginx serves: the volume lags a push by the kubelet's sync, up to 81 s,
+// and catches up with a serial already served.
+func (r *reloader) volumeChanged(ctx context.Context) {
+	select {
+	case r.applying <- struct{}{}:
+		defer func() { <-r.applying }()
+	case <-ctx.Done():
+		return
+	}
+	o, err := r.readVolume()
+	if err != nil {
+		return
+	}
+	order := r.served.order(o)
+	if seen := (served{uid: o.uid, serial: o.serial}); o.uid != "" && seen != r.volume {
+		r.volume = seen
+		r.log.Info("the volume has a new serial", "volumeSerial", o.serial, "servedSerial", r.served.serial, "lagsAPush", order < 0)
+	}
+	if order < 0 {
+		return
+	}
+	r.reload(ctx, o)
+}
+
 // reload loads a changed template: tested first, then nginx's HUP, then
 // the wait until its new workers answer with the new hash. A refusal or a
 // reload that does not take leaves the previous configuration serving and
-// on disk.
-func (r *reloader) reload(ctx context.Context) {
+// on disk. The caller holds applying.
+func (r *reloader) reload(ctx context.Context, o offer) {
 	previous := r.onDisk
-	hash, err := r.prepare(ctx)
+	hash, err := r.prepare(ctx, o.template)
+	if errors.Is(err, errUnchanged) && Hash(o.template) == r.snapshot().Loaded {
+		// Served already: now under this serial (the volume caught up
+		// with a push, or the operator sent the same template again).
+		r.served = served{uid: o.uid, serial: o.serial}
+	}
 	if err != nil {
 		return
 	}
@@ -269,6 +418,7 @@ func (r *reloader) reload(ctx context.Context) {
 	}
 	r.nginx.takeErrors()
 	r.loaded(hash)
+	r.served = served{uid: o.uid, serial: o.serial}
 }
 
 // write puts f on disk, each file replaced atomically (a nil one removed).

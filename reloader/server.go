@@ -11,9 +11,10 @@ import (
 )
 
 // serveStatus serves GET StatusPath on addr with what status returns, as
-// JSON, until the returned stop is called. It serves nothing else: the
-// port is the operator's window on the pod, read-only.
-func serveStatus(addr string, status func() Status, log *slog.Logger) (stop func(), err error) {
+// JSON, and POST PushPath with pushes when it is not nil, until the
+// returned stop is called. It serves nothing else: the port is the
+// operator's window on the pod, read-only but for signed pushes.
+func serveStatus(addr string, status func() Status, pushes http.Handler, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -24,6 +25,14 @@ func serveStatus(addr string, status func() Status, log *slog.Logger) (stop func
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(status())
 	})
+	if pushes != nil {
+		mux.Handle("POST "+PushPath, pushes)
+	}
+	// ReadTimeout bounds the whole request, a push's body included (1 MiB
+	// in 10 s is 100 KiB/s, far below a pod network): a slow sender
+	// holds the push slot that long at most. A push's handler extends its
+	// own write deadline past WriteTimeout to cover nginx -t and the
+	// reload.
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -9,6 +9,12 @@ import (
 // Status as JSON.
 const StatusPath = "/status"
 
+// PushPath is where the reloader's status server takes a configuration
+// pushed by the operator (POST, a push.Sign envelope as the body), when
+// the reloader runs with an identity to check it against
+// (Config.PushIdentity).
+const PushPath = "/v1/config"
+
 // Reasons of a Refusal.
 const (
 	// ReasonNginxTestFailed: `nginx -t` refused the configuration.

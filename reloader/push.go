@@ -1,0 +1,130 @@
+package reloader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"example.com/apigateway-operator/push"
+)
+
+// servePush takes configurations the operator pushes (PushPath): checked
+// against the identity in the pod's current volume, then loaded as a
+// changed volume would be. ctx is the reloader's: a push whose sender
+// hangs up is still loaded, or refused, to the end.
+func (r *reloader) servePush(ctx context.Context) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if req.ContentLength > push.MaxEnvelope {
+			http.Error(w, tooLarge, http.StatusRequestEntityTooLarge)
+			return
+		}
+		// The slot is taken before the body is read, so that at most one
+		// envelope is in memory whoever sends.
+		select {
+		case r.pushing <- struct{}{}:
+			defer func() { <-r.pushing }()
+		default:
+			http.Error(w, "another push is being processed; retry", http.StatusTooManyRequests)
+			return
+		}
+		envelope, err := io.ReadAll(http.MaxBytesReader(w, req.Body, push.MaxEnvelope))
+		var over *http.MaxBytesError
+		switch {
+		case errors.As(err, &over):
+			http.Error(w, tooLarge, http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		// Waiting for a volume change in progress, then nginx -t and the
+		// reload, outlast the server's WriteTimeout.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2*r.applyBound() + 5*time.Second))
+		code, msg := r.push(ctx, envelope)
+		r.log.Info("push", "code", code, "message", msg)
+		if code != http.StatusOK {
+			http.Error(w, msg, code)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(r.snapshot())
+	}
+}
+
+var tooLarge = fmt.Sprintf("a push is at most %d bytes (push.MaxEnvelope)", push.MaxEnvelope)
+
+// applyBound is how long loading one configuration may take: nginx -t,
+// then the new workers' start and the old ones' retirement.
+func (r *reloader) applyBound() time.Duration { return testTimeout + 2*r.cfg.ReloadTimeout }
+
+// push checks envelope and loads its template; it returns the HTTP status
+// and, unless it is 200, why.
+func (r *reloader) push(ctx context.Context, envelope []byte) (int, string) {
+	id, err := r.pushIdentity()
+	if err != nil {
+		return http.StatusForbidden, "pushes are off: " + err.Error()
+	}
+	p, err := push.Open(id.PublicKey, envelope, push.MaxEnvelope)
+	switch {
+	case errors.Is(err, push.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, err.Error()
+	case errors.Is(err, push.ErrMalformed):
+		return http.StatusBadRequest, err.Error()
+	case err != nil:
+		return http.StatusForbidden, err.Error()
+	case !id.Names(p):
+		return http.StatusForbidden, fmt.Sprintf("the push is for %s/%s (uid %s); this pod serves %s/%s (uid %s)",
+			p.Namespace, p.Name, p.UID, id.Namespace, id.Name, id.UID)
+	}
+	select {
+	case r.applying <- struct{}{}:
+		defer func() { <-r.applying }()
+	case <-time.After(r.applyBound()):
+		return http.StatusServiceUnavailable, "nginx is not serving yet, or another configuration is still loading; retry"
+	case <-ctx.Done():
+		return http.StatusServiceUnavailable, "shutting down"
+	}
+	o := offer{template: p.Template, uid: p.UID, serial: p.Serial}
+	hash := Hash(p.Template)
+	switch order := r.served.order(o); {
+	case order == 0 && hash == r.snapshot().Loaded:
+		// A retry of a push that took.
+		return http.StatusOK, ""
+	case order <= 0:
+		return http.StatusConflict, fmt.Sprintf("serial %d is not newer than the served serial %d", p.Serial, r.served.serial)
+	}
+	r.reload(ctx, o)
+	return pushOutcome(r.snapshot(), hash, ctx.Err() != nil)
+}
+
+// pushIdentity is the identity in the pod's current volume.
+func (r *reloader) pushIdentity() (push.Identity, error) {
+	data, err := os.ReadFile(r.cfg.PushIdentity)
+	if err != nil {
+		return push.Identity{}, err
+	}
+	return push.ParseIdentity(data)
+}
+
+// pushOutcome is the answer to a push of hash, once loaded or refused,
+// from the Status it left.
+func pushOutcome(st Status, hash string, stopping bool) (int, string) {
+	switch {
+	case st.Loaded == hash:
+		return http.StatusOK, ""
+	case stopping:
+		return http.StatusServiceUnavailable, "shutting down"
+	case st.Refused != nil && st.Refused.Hash == hash && st.Refused.Reason == ReasonNginxTestFailed:
+		return http.StatusUnprocessableEntity, st.Refused.Message
+	case st.Refused != nil && st.Refused.Hash == hash:
+		return http.StatusInternalServerError, st.Refused.Reason + ": " + st.Refused.Message
+	default:
+		return http.StatusInternalServerError, "the configuration was neither loaded nor refused"
+	}
+}
