@@ -28,6 +28,7 @@ COPY manifests/policy/ manifests/policy/
 COPY manifests/webhook/ manifests/webhook/
 COPY offline/ offline/
 COPY ownership/ ownership/
+COPY push/ push/
 COPY reloader/ reloader/
 COPY render/ render/
 COPY routeindex/ routeindex/
