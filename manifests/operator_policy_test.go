@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,6 +124,20 @@ func TestOperatorPolicies(t *testing.T) {
 		orphan.OwnerReferences = nil
 		forbidden(t, operator.Create(ctx, orphan), "writes only objects it built")
 		mine := budget(gw.Name)
+		require.NoError(t, operator.Create(ctx, mine))
+		require.NoError(t, operator.Delete(ctx, mine))
+	})
+	t.Run("a NetworkPolicy", func(t *testing.T) {
+		netpol := func(namespace, name string) *networkingv1.NetworkPolicy {
+			cm := child(namespace, name)
+			return &networkingv1.NetworkPolicy{ObjectMeta: cm.ObjectMeta, Spec: networkingv1.NetworkPolicySpec{
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
+		}
+		orphan := netpol(ns.Name, "deny-all")
+		orphan.OwnerReferences = nil
+		forbidden(t, operator.Create(ctx, orphan), "writes only objects it built")
+		forbidden(t, operator.Create(ctx, netpol("kube-system", "deny-all")), "writes nothing in namespace kube-system")
+		mine := netpol(ns.Name, gw.Name)
 		require.NoError(t, operator.Create(ctx, mine))
 		require.NoError(t, operator.Delete(ctx, mine))
 	})
