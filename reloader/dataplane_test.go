@@ -484,3 +484,41 @@ func TestAccessLogReachesThePodOutput(t *testing.T) {
 	assert.Equal(t, "200", entries[0]["status"])
 	assert.NotContains(t, f.logs.String(), "secret")
 }
+
+// TestErrorLogHasNoQueryStrings: nginx logs a failed request's line, its
+// upstream URI and its Referer whole; the pod's output has them without
+// their query strings, where tokens travel.
+func TestErrorLogHasNoQueryStrings(t *testing.T) {
+	b := startBackends(t)
+	// A backend that closes every connection unanswered: nginx answers
+	// 502 and logs why, with the request.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	gw := b.gatewayWith()
+	gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: host, Path: "/broken", PathType: v1.PathTypePrefix,
+		BackendService: v1.BackendService{Name: "broken", Port: v1.PortNumber(ln.Addr().(*net.TCPAddr).Port)}})
+	f := startPod(t, b, gw)
+	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8080/broken/1?token=secret", nil)
+	require.NoError(t, err)
+	req.Host = host
+	req.Header.Set("Referer", "https://elsewhere.example.com/login?code=secret")
+	resp, err := fresh.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	require.NoError(t, f.pod.Stop(wait))
+	logs := f.logs.String()
+	assert.Contains(t, logs, `request: "GET /broken/1?[redacted] HTTP/1.1"`, "nginx logged the failed request")
+	assert.Contains(t, logs, `referrer: "https://elsewhere.example.com/login?[redacted]"`)
+	assert.NotContains(t, logs, "secret")
+}

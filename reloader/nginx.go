@@ -110,13 +110,14 @@ func (n *nginxProcess) start() error {
 	return nil
 }
 
-// copyErrors copies nginx's error output to the reloader's, keeping the
-// last few lines that say why something failed.
+// copyErrors copies nginx's error output to the reloader's, without the
+// requests' query strings, keeping the last few lines that say why
+// something failed.
 func (n *nginxProcess) copyErrors(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		line := sc.Text()
+		line := redactQueries(sc.Text())
 		fmt.Fprintln(n.stderr, line)
 		if strings.Contains(line, "[emerg]") || strings.Contains(line, "[alert]") || strings.Contains(line, "[crit]") {
 			n.mu.Lock()
