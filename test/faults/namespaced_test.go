@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,7 +67,7 @@ func TestNamespacedModeWithHostClaims(t *testing.T) {
 	c.awaitPortWarning(t, teamA)
 
 	err := c.client.Create(t.Context(), onHost(gateway(teamB, "shop", 1, "/")))
-	refusedAt(t, err, "spec.routes[0].host", "belongs to namespace "+teamA)
+	testenv.RefusedAt(t, err, "spec.routes[0].host", "belongs to namespace "+teamA)
 
 	// The same spec in a namespace the operator does not watch: no
 	// webhook sees it, and the operator leaves it alone.
@@ -204,20 +203,4 @@ func (c *cluster) assertNoDenials(t *testing.T, op *operator) {
 		}
 	}
 	assert.Empty(t, denied, "requests of %s refused:%s", op.user, describe(denied))
-}
-
-// refusedAt asserts that err is admission's refusal of field, saying says.
-func refusedAt(t *testing.T, err error, field, says string) {
-	t.Helper()
-	require.Error(t, err, "admitted")
-	var status apierrors.APIStatus
-	require.ErrorAs(t, err, &status)
-	details := status.Status().Details
-	require.NotNil(t, details, "%v", err)
-	var fields []string
-	for _, cause := range details.Causes {
-		fields = append(fields, cause.Field)
-	}
-	assert.Contains(t, fields, field, "%v", err)
-	assert.Contains(t, err.Error(), says)
 }

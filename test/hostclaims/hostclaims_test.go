@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // TestOwnerRecreatesItsGatewayKeepsTheHost (issue 40, finding 1): the
@@ -44,7 +45,7 @@ func TestOwnerRecreatesItsGatewayKeepsTheHost(t *testing.T) {
 
 	// The borrower may not widen its share of the host.
 	wider := gateway(nsB, "cart", host, "/cart/", host, "/")
-	refused(t, update(t, wider), "spec.routes[1].host", "belongs to namespace "+nsA)
+	testenv.RefusedAt(t, update(t, wider), "spec.routes[1].host", "belongs to namespace "+nsA)
 }
 
 // TestOwnerMovesItsOnlyRouteInTwoApplies (issue 40, finding 1): the
@@ -62,7 +63,7 @@ func TestOwnerMovesItsOnlyRouteInTwoApplies(t *testing.T) {
 
 	require.NoError(t, update(t, gateway(nsA, "shop", elsewhere, "/")), "the first apply")
 	awaitAccepted(t, gateway(nsA, "shop", elsewhere, "/"), metav1.ConditionTrue, v1.ReasonAccepted)
-	refused(t, create(t, gateway(nsB, "taker", host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
+	testenv.RefusedAt(t, create(t, gateway(nsB, "taker", host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
 
 	require.NoError(t, update(t, owner), "the second apply")
 	awaitAccepted(t, owner, metav1.ConditionTrue, v1.ReasonAccepted)
@@ -81,8 +82,8 @@ func TestNamesBelowAnOwnedHost(t *testing.T) {
 	awaitAccepted(t, owner, metav1.ConditionTrue, v1.ReasonAccepted)
 	awaitRecord(t, host, nsA)
 
-	refused(t, create(t, gateway(nsB, "login", "login."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
-	refused(t, create(t, gateway(nsB, "all", "*."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
+	testenv.RefusedAt(t, create(t, gateway(nsB, "login", "login."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
+	testenv.RefusedAt(t, create(t, gateway(nsB, "all", "*."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
 	owner = lend(owner, "auth."+host, nsL, "/")
 	require.NoError(t, update(t, owner), "lending a name below the owner's host")
 	lent := gateway(nsL, "auth", "auth."+host, "/")
@@ -112,8 +113,8 @@ func TestDomainBindingKeepsADomainToItsNamespaces(t *testing.T) {
 	require.NoError(t, env.Client.Create(context.Background(), binding))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
 
-	refused(t, create(t, gateway(nsOther, "api", "api."+domain, "/")), "spec.routes[0].host", "bound to other namespaces")
-	refused(t, create(t, gateway(nsOther, "wild", "*.example.com", "/")), "spec.routes[0].host", "bound to other namespaces")
+	testenv.RefusedAt(t, create(t, gateway(nsOther, "api", "api."+domain, "/")), "spec.routes[0].host", "bound to other namespaces")
+	testenv.RefusedAt(t, create(t, gateway(nsOther, "wild", "*.example.com", "/")), "spec.routes[0].host", "bound to other namespaces")
 	mine := gateway(nsBound, "api", "api."+domain, "/")
 	require.Eventually(t, func() bool { return create(t, mine) == nil }, waitFor, tick, "the bound namespace is refused")
 	awaitAccepted(t, mine, metav1.ConditionTrue, v1.ReasonAccepted)

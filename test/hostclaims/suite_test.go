@@ -157,23 +157,6 @@ func awaitRecord(t *testing.T, host, namespace string) *v1.HostClaim {
 	return rec
 }
 
-// refused asserts that err is admission's refusal of the field with rule
-// reason in its message.
-func refused(t *testing.T, err error, field, says string) {
-	t.Helper()
-	require.Error(t, err, "admitted")
-	var status apierrors.APIStatus
-	require.ErrorAs(t, err, &status)
-	details := status.Status().Details
-	require.NotNil(t, details, "%v", err)
-	var fields []string
-	for _, c := range details.Causes {
-		fields = append(fields, c.Field)
-	}
-	assert.Contains(t, fields, field, "%v", err)
-	assert.Contains(t, err.Error(), says)
-}
-
 func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	return testenv.NewNamespace(t, env.Client, prefix)
