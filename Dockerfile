@@ -21,6 +21,7 @@ COPY cmd/ cmd/
 COPY controller/ controller/
 COPY conversion/ conversion/
 COPY inflight/ inflight/
+COPY inspect/ inspect/
 COPY lease/ lease/
 COPY mirror/ mirror/
 COPY manifests/crd/ manifests/crd/

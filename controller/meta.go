@@ -63,3 +63,15 @@ func ownerReference(gw *v1.APIGateway) *metav1ac.OwnerReferenceApplyConfiguratio
 
 // configMapName is the name of the ConfigMap holding gw's configuration.
 func configMapName(gw *v1.APIGateway) string { return gw.Name + "-config" }
+
+// ChildSelector selects gw's children and its pods: what `kubectl
+// apigateway status` lists (package inspect). A child is gw's only when
+// gw also controls it (its owner reference), which the selector cannot
+// say.
+func ChildSelector(gw *v1.APIGateway) labels.Selector {
+	return labels.SelectorFromSet(ChildSelectorLabels(gw))
+}
+
+// ChildSelectorLabels are ChildSelector's labels, which each child and
+// pod of gw carries.
+func ChildSelectorLabels(gw *v1.APIGateway) map[string]string { return childLabels(gw) }

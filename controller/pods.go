@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -203,10 +201,6 @@ func newPodStatusClient(dial dialFunc) *http.Client {
 	}
 }
 
-// maxStatusBytes bounds what the operator reads of a pod's answer; a
-// reloader's is a few hundred bytes.
-const maxStatusBytes = 16 << 10
-
 // readPodStatus reads a pod's reloader status from its IP. The pod is not
 // trusted: the answer is bounded, and a hash that is not one is ignored.
 func readPodStatus(ctx context.Context, c *http.Client, ip string) (reloader.Status, error) {
@@ -224,7 +218,8 @@ func readPodStatus(ctx context.Context, c *http.Client, ip string) (reloader.Sta
 	if resp.StatusCode != http.StatusOK {
 		return st, fmt.Errorf("%s answered %s", url, resp.Status)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBytes)).Decode(&st); err != nil {
+	st, err = reloader.DecodeStatus(resp.Body)
+	if err != nil {
 		return st, fmt.Errorf("reading %s: %w", url, err)
 	}
 	return st, nil

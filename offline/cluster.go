@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,13 +54,10 @@ func ClusterRoutes(ctx context.Context, kubeconfig, kubeContext string) ([]v1.AP
 // clusterClient is a client of the cluster a kubeconfig names, as
 // ClusterGateways says, identified to the API server as agent.
 func clusterClient(kubeconfig, kubeContext, agent string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	cfg, _, err := ClusterConfig(kubeconfig, kubeContext, agent)
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.UserAgent = agent
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -69,6 +67,26 @@ func clusterClient(kubeconfig, kubeContext, agent string) (client.Client, error)
 		return nil, fmt.Errorf("building a client: %w", err)
 	}
 	return c, nil
+}
+
+// ClusterConfig is the client configuration of the cluster a kubeconfig
+// names (kubeconfig, or $KUBECONFIG, then ~/.kube/config; kubeContext, or
+// the current context), identified to the API server as agent, and the
+// context's namespace, as kubectl reads them.
+func ClusterConfig(kubeconfig, kubeContext, agent string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	cfg.UserAgent = agent
+	return cfg, ns, nil
 }
 
 func listGateways(ctx context.Context, c client.Client) ([]v1.APIGateway, error) {

@@ -3,6 +3,8 @@ package reloader
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 )
 
 // StatusPath is where the reloader's status server answers with the pod's
@@ -56,4 +58,17 @@ type Refusal struct {
 func Hash(template []byte) string {
 	sum := sha256.Sum256(template)
 	return hex.EncodeToString(sum[:])
+}
+
+// maxStatusBytes bounds what a reader of a pod's Status takes from it; a
+// reloader's answer is a few hundred bytes.
+const maxStatusBytes = 16 << 10
+
+// DecodeStatus reads a Status a pod answered on StatusPath. The pod is
+// not trusted: at most maxStatusBytes are read. The operator's prober and
+// `kubectl apigateway status` read it alike.
+func DecodeStatus(r io.Reader) (Status, error) {
+	var st Status
+	err := json.NewDecoder(io.LimitReader(r, maxStatusBytes)).Decode(&st)
+	return st, err
 }
