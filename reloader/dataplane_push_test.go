@@ -260,7 +260,8 @@ func TestPushBounds(t *testing.T) {
 		// Until it holds the slot, a second push is processed: a
 		// malformed one, which changes nothing. If the second held the
 		// slot just as the first arrived, the first was the one turned
-		// away, and is sent again.
+		// away (answered at once, though its body was not all sent), and
+		// is sent again.
 		var first net.Conn
 		require.Eventually(t, func() bool {
 			if first == nil || answered(first) {

@@ -29,6 +29,11 @@ func (r *reloader) servePush(ctx context.Context) http.HandlerFunc {
 		case r.pushing <- struct{}{}:
 			defer func() { <-r.pushing }()
 		default:
+			// Closing the connection answers at once: otherwise the
+			// server reads the unread body (up to 256 KiB) before it
+			// writes the answer, and a sender that waits for the answer
+			// before sending more waits out ReadTimeout.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "another push is being processed; retry", http.StatusTooManyRequests)
 			return
 		}
