@@ -39,8 +39,8 @@ TRAEFIK_STAMP := $(BIN)/.traefik-built-$(TRAEFIK_KEY)
 # The local node's binaries (kubelet, kube-scheduler, kube-proxy, containerd,
 # ctr, the runc shim) built by hack/node/build.sh into ./bin/node: the
 # Kubernetes ones from hack/k8s, at the API server's version, so the stamp is
-# keyed on both modules' files. Apart from ./bin/k8s, so that `make test`
-# does not build them.
+# keyed on both modules' files. Apart from ./bin/k8s, which `make run` and
+# the chart need without them.
 NODE_BIN   := $(BIN)/node
 NODE_KEY   := $(shell cat hack/node/go.mod hack/node/go.sum hack/node/build.sh hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh | sha256sum | cut -c1-16)
 NODE_STAMP := $(NODE_BIN)/.built-$(NODE_KEY)
@@ -54,8 +54,12 @@ TEST_ENV := KUBEBUILDER_ASSETS=$(K8S_ASSETS) \
 	TRAEFIK=$(TRAEFIK) \
 	NODE_BIN=$(NODE_BIN)
 
-# The real node's suite (a kubelet and containerd, `make node`) runs apart
-# from `make test` until it has proven itself there: `make test-node`.
+# The real node's suite (a kubelet and containerd, `make node`). `make test`
+# names it first, so that its long waits (a pod's start, the kubelet's sync
+# of a ConfigMap volume: up to 90 s) overlap the other packages rather than
+# trail them; it runs in namespaces of its own (see docs/development.md), so
+# it shares no port, mount or folder with them. `make test-node` runs it
+# alone.
 NODE_PKGS := ./test/node
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
@@ -126,8 +130,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first u
 ##@ Test
 
 .PHONY: test
-test: verify k8s nginx netns promtool helm traefik ## Run every test against a real kube-apiserver and etcd (builds them first), then fuzz briefly.
-	$(TEST_ENV) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/node$$')
+test: verify k8s nginx netns promtool helm traefik node ## Run every test against a real kube-apiserver and etcd, and the real node's (builds them first), then fuzz briefly.
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) $(NODE_PKGS) $$(go list ./... | grep -v '/test/node$$')
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: test-node

@@ -132,13 +132,16 @@ func startBackend(t testing.TB, ns string) *corev1.Pod {
 }
 
 // startOperator runs the operator's controllers for the test, with the
-// node's images and the node's address as the gateways' resolver.
-func startOperator(t testing.TB) {
+// node's images and the node's address as the gateways' resolver, and
+// trusted as the gateways' front proxies (--gateway-trusted-proxies),
+// until Stop or the test's end.
+func startOperator(t testing.TB, trusted ...string) *testenv.Running {
 	t.Helper()
 	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &controller.Options{
 		DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP},
+		TrustedProxies: trusted,
 	}})
-	testenv.RunManager(t, mgr, waitFor)
+	return testenv.RunManager(t, mgr, waitFor)
 }
 
 // newGateway is a gateway of replicas pods named name in ns with one

@@ -70,11 +70,13 @@ func WriteImages(dir string) ([]string, error) {
 		},
 	}
 	images = append(images, operatorImage(operator))
-	gateway, err := gatewayImage()
-	if err != nil {
-		return nil, err
+	for _, g := range []struct{ name, conf string }{{GatewayImage, gatewayNginxConf}, {RealIPGatewayImage, realIPNginxConf}} {
+		gateway, err := gatewayImage(g.name, g.conf)
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, gateway)
 	}
-	images = append(images, gateway)
 	var paths []string
 	for i, img := range images {
 		path := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
@@ -125,8 +127,23 @@ http {
 }
 `
 
-// gatewayImage assembles GatewayImage from the machine's nginx.
-func gatewayImage() (ociimage.Image, error) {
+// RealIPGatewayImage is GatewayImage as a team builds its own for a
+// gateway behind its load balancer: its nginx.conf takes the client's
+// address from X-Forwarded-For sent by the balancer's network, with the
+// realip module's directives in http {}, as nginx's documentation shows
+// them. real_ip_header and real_ip_recursive may be given once per
+// context, so this nginx refuses a configuration that sets them again in
+// the file it includes there: the operator's, once it is given trusted
+// proxies (--gateway-trusted-proxies).
+const RealIPGatewayImage = "apigateway.test/nginx-realip:1"
+
+// realIPNginxConf is RealIPGatewayImage's /etc/nginx/nginx.conf.
+var realIPNginxConf = strings.Replace(gatewayNginxConf, "    access_log off;\n",
+	"    access_log off;\n    set_real_ip_from 10.0.0.0/8;\n    real_ip_header X-Forwarded-For;\n    real_ip_recursive on;\n", 1)
+
+// gatewayImage assembles the gateway image name, with conf as its
+// nginx.conf, from the machine's nginx.
+func gatewayImage(name, conf string) (ociimage.Image, error) {
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
 		return ociimage.Image{}, fmt.Errorf("nginx: %w: run `make nginx`", err)
@@ -136,7 +153,7 @@ func gatewayImage() (ociimage.Image, error) {
 		return ociimage.Image{}, err
 	}
 	files := []ociimage.File{
-		{Path: "/etc/nginx/nginx.conf", Mode: 0o644, Data: []byte(gatewayNginxConf)},
+		{Path: "/etc/nginx/nginx.conf", Mode: 0o644, Data: []byte(conf)},
 		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnginx:x:101:101:nginx:/nonexistent:/sbin/nologin\n")},
 		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnginx:x:101:\n")},
 		{Path: "/tmp", Mode: fs.ModeDir | 0o1777},
@@ -152,7 +169,7 @@ func gatewayImage() (ociimage.Image, error) {
 		files = append(files, ociimage.File{Path: path, Mode: 0o755, Data: data})
 	}
 	return ociimage.Image{
-		Name:  GatewayImage,
+		Name:  name,
 		Files: files,
 		Config: ociimage.Config{
 			Entrypoint: []string{"nginx", "-g", "daemon off;"},

@@ -41,3 +41,12 @@ func TestOperatorImageIsTheDockerfiles(t *testing.T) {
 	require.Equal(t, user, img.Config.User)
 	require.Equal(t, entrypoint, img.Config.Entrypoint)
 }
+
+// RealIPGatewayImage's nginx.conf is GatewayImage's with the realip
+// directives in http {}, before conf.d is included.
+func TestRealIPImageConf(t *testing.T) {
+	require.NotEqual(t, gatewayNginxConf, realIPNginxConf)
+	realip := strings.Index(realIPNginxConf, "real_ip_recursive on;")
+	require.Positive(t, realip)
+	require.Less(t, realip, strings.Index(realIPNginxConf, "include /etc/nginx/conf.d/*.conf;"))
+}
