@@ -71,8 +71,8 @@ type options struct {
 	namespaces      []string
 	// push and pushSecret are --gateway-push and --gateway-push-secret,
 	// which controller.Options holds as PushKeySecret (empty: off).
-	push       bool
-	pushSecret string
+	push            bool
+	pushSecret      string
 	policyParams    string
 	otlpEndpoint    string
 	reloaderImage   string
