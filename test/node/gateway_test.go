@@ -132,12 +132,15 @@ func startBackend(t testing.TB, ns string) *corev1.Pod {
 }
 
 // startOperator runs the operator's controllers for the test, with the
-// node's images and the node's address as the gateways' resolver.
-func startOperator(t testing.TB) {
+// node's images and the node's address as the gateways' resolver; tune,
+// when given, changes the options.
+func startOperator(t testing.TB, tune ...func(*controller.Options)) {
 	t.Helper()
-	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &controller.Options{
-		DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP},
-	}})
+	opts := &controller.Options{DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP}}
+	for _, f := range tune {
+		f(opts)
+	}
+	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: opts})
 	testenv.RunManager(t, mgr, waitFor)
 }
 
