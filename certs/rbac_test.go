@@ -142,7 +142,8 @@ func TestRBACNamesTheFlagDefaults(t *testing.T) {
 	require.NoError(t, err)
 	webhookConfigs := []string{o.MutatingWebhookConfiguration, o.ValidatingWebhookConfiguration}
 	want := map[string][]string{
-		"secrets":                         {o.SecretName},
+		// The reconciler keeps its push key in one more Secret.
+		"secrets":                         {o.SecretName, controller.DefaultPushKeySecret},
 		"mutatingwebhookconfigurations":   webhookConfigs,
 		"validatingwebhookconfigurations": webhookConfigs,
 		// The reconciler reads one more CRD, by name too: Gateway API's

@@ -568,6 +568,13 @@ gatewayNetworkPolicy: false
 # own (docs/platform.md).
 gatewayDisruptionBudget: true
 
+# Push each new configuration to the gateway pods, signed with the key the
+# operator keeps in the Secret apigateway-operator-push-key (--gateway-push):
+# a route change is served within a second instead of at the kubelet's next
+# sync of the ConfigMap volume. false: through the volume only
+# (docs/security.md).
+gatewayPush: true
+
 # Namespaced mode (--watch-namespaces): the namespaces whose APIGateways
 # the operator serves, e.g. [team-a, team-b]. The ClusterRole then keeps
 # only its rules on cluster-scoped resources; those on namespaced ones

@@ -22,6 +22,7 @@ const (
 	flagWatch          = "--watch-namespaces"
 	flagStatusFrom     = "--gateway-status-from-namespace"
 	flagBudget         = "--gateway-disruption-budget"
+	flagPush           = "--gateway-push"
 )
 
 // WatchedRole names the Role and RoleBinding namespaced mode renders in
@@ -266,6 +267,11 @@ var flagActions = map[*regexp.Regexp]func(indent string) string{
 		return "{{- if not .Values.gatewayDisruptionBudget }}\n" + in +
 			`- "` + flagBudget + `=false"` + "\n{{- end }}"
 	},
+	// On by default in the operator too: only false is written out.
+	regexp.MustCompile(`(?m)^( *)- __GATEWAY_PUSH__$`): func(in string) string {
+		return "{{- if not .Values.gatewayPush }}\n" + in +
+			`- "` + flagPush + `=false"` + "\n{{- end }}"
+	},
 	// Each admission webhook sees only the watched namespaces' objects.
 	regexp.MustCompile(`(?m)^( *)namespaceSelector: __WEBHOOK_NAMESPACES__$`): func(in string) string {
 		return "{{- with .Values.watchNamespaces }}\n" +
@@ -302,7 +308,7 @@ func placeholdFlags(c map[string]any) error {
 	if !found {
 		return fmt.Errorf("the manager's args do not write out %s", flagOwnership)
 	}
-	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__", "__GATEWAY_NETWORK_POLICY__", "__GATEWAY_DISRUPTION_BUDGET__")
+	c["args"] = append(args, "__TRUSTED_PROXIES__", "__WATCH_NAMESPACES__", "__HOST_RELEASE_AFTER__", "__GATEWAY_NETWORK_POLICY__", "__GATEWAY_DISRUPTION_BUDGET__", "__GATEWAY_PUSH__")
 	return nil
 }
 

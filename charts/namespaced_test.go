@@ -326,6 +326,8 @@ func TestOwnershipValues(t *testing.T) {
 		flagStatusFrom+"="+release, "the operator's pods, in the release namespace, read the status port")
 	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayDisruptionBudget=false"))))["args"],
 		flagBudget+"=false")
+	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayPush=false"))))["args"],
+		flagPush+"=false")
 	for _, a := range args.([]any) {
 		assert.NotContains(t, a, flagTrustedProxies, "no trusted proxy by default")
 		assert.NotContains(t, a, flagStatusFrom, "no gateway NetworkPolicy by default: it would widen an admin's own")

@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/push"
 )
 
 // CacheOptions are the manager's cache options. They restrict the cache of
@@ -205,8 +206,17 @@ func slimReplicaSet(obj any) (any, error) {
 // what is named here.
 var (
 	// A ConfigMap's data is the rendered configuration, the largest part
-	// of a child.
-	slimConfigMap = func(cm *corev1.ConfigMap) { cm.Data, cm.BinaryData = nil, nil }
+	// of a child; of it the serial's rule (nextIdentity) reads the push
+	// identity and whether the template changed, for which its hash
+	// stands (templateHashKey).
+	slimConfigMap = func(cm *corev1.ConfigMap) {
+		id, ok := cm.Data[push.IdentityKey]
+		template := cm.Data[configKey]
+		cm.Data, cm.BinaryData = nil, nil
+		if ok {
+			cm.Data = map[string]string{push.IdentityKey: id, templateHashKey: configHash(template)}
+		}
+	}
 	// The Deployment's status and generation make the gateway's status;
 	// its template's annotations say which pods it runs (podTemplate).
 	slimDeployment = func(d *appsv1.Deployment) {

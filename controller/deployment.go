@@ -17,6 +17,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/push"
 	"example.com/apigateway-operator/reloader"
 	"example.com/apigateway-operator/render"
 )
@@ -257,6 +258,10 @@ func reloaderCommand(gw *v1.APIGateway) []string {
 		"--status-address=:" + strconv.Itoa(StatusPort),
 		fmt.Sprintf("--shutdown-timeout=%s", ShutdownTimeout),
 		"--watch=" + strconv.FormatBool(strategy(gw) == v1.ConfigUpdateReload),
+		// Beside the template in the same volume, so the kubelet swaps
+		// the two together. Always passed: a ConfigMap without it (pushes
+		// off, or no key yet) leaves the pod refusing pushes (403).
+		"--push-identity=" + configDir + "/" + push.IdentityKey,
 		"--", "nginx",
 	}
 }

@@ -13,8 +13,17 @@ var childrenApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Children of APIGateways applied, by kind (ConfigMap, Deployment, Service, Ingress) and result (created, updated, deleted, unchanged, name_taken, error).",
 }, []string{"kind", "result"})
 
+// pushes counts the pushes of a new configuration to one gateway pod, by
+// their final result (push.go: loaded, refused, superseded, not_accepted,
+// malformed, failed, canceled); no label carries a gateway's or a pod's
+// name.
+var pushes = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "apigateway_config_pushes_total",
+	Help: "Configurations pushed to gateway pods, one per pod and serial, by final result: loaded, refused (nginx -t), superseded (the pod serves a newer one), not_accepted (403/404: left to the ConfigMap volume), malformed, failed (no answer, or 429/5xx, after the retries), canceled.",
+}, []string{"result"})
+
 func init() {
-	metrics.Registry.MustRegister(childrenApplied)
+	metrics.Registry.MustRegister(childrenApplied, pushes)
 }
 
 // recordApplied counts one applyChild outcome.

@@ -137,6 +137,23 @@ func (p *prober) reports(key client.ObjectKey, hash string, targets []podTarget)
 	return out
 }
 
+// reread reads gateway key's pods again now, as last asked (or after the
+// read in flight): a push that a pod answered changed what it serves,
+// and Live should not wait for the next poll to learn it.
+func (p *prober) reread(key client.ObjectKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.gateways[key]
+	switch {
+	case g == nil || len(g.last.targets) == 0:
+	case g.inFlight && g.next == nil:
+		req := g.last
+		g.next = &req
+	case !g.inFlight:
+		p.start(key, g, g.last)
+	}
+}
+
 // forget drops what the prober holds for gateway key: it was deleted, or
 // has no pods to ask. A read in flight for it is discarded when it ends.
 func (p *prober) forget(key client.ObjectKey) {

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -89,6 +91,12 @@ type Options struct {
 	// means DefaultHostReleaseAfter.
 	HostReleaseAfter time.Duration
 
+	// PushKeySecret names the Secret holding the key the leader signs
+	// pushes with (pushKeys); empty Name turns pushes off: the gateways'
+	// ConfigMaps carry no push identity and route changes reach the pods
+	// through their ConfigMap volume only.
+	PushKeySecret client.ObjectKey
+
 	// dialStatus, when set, dials the pods' status ports (tests).
 	dialStatus dialFunc
 	// podReportsTimeout, when set, replaces podReportsTimeout (tests).
@@ -127,6 +135,13 @@ type Reconciler struct {
 	// prober reads the pods' reloader status off the reconcile workers
 	// (Reconciler.liveStatus).
 	prober *prober
+	// keys is the push key, nil with pushes off; pusher sends new
+	// configurations to the pods off the reconcile workers.
+	keys   *pushKeys
+	pusher *pusher
+	// requeue carries gateways to reconcile again (every one, when the
+	// push key changes).
+	requeue chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=apigateways,verbs=get;list;watch
@@ -183,6 +198,7 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 	if err != nil {
 		return err
 	}
+	pods := newPodStatusClient(opts.dialStatus)
 	r := &Reconciler{
 		backends: backends,
 		clients:  clients{cached: mgr.GetClient(), live: mgr.GetAPIReader()},
@@ -190,10 +206,20 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		opts:     opts,
 		gateways: gateways,
 
-		prober: newProber(newPodStatusClient(opts.dialStatus), opts.podReportsTimeout),
+		prober:  newProber(pods, opts.podReportsTimeout),
+		requeue: make(chan event.GenericEvent),
 	}
-	if err := mgr.Add(r.prober); err != nil {
-		return err
+	r.pusher = newPusher(pods, mgr.GetLogger().WithName("push"), r.prober.reread)
+	runs := []manager.Runnable{r.prober, r.pusher}
+	if opts.PushKeySecret.Name != "" {
+		r.keys = &pushKeys{secret: opts.PushKeySecret, live: mgr.GetAPIReader(), write: mgr.GetClient(),
+			log: mgr.GetLogger().WithName("push-key"), changed: r.requeueAll}
+		runs = append(runs, r.keys)
+	}
+	for _, run := range runs {
+		if err := mgr.Add(run); err != nil {
+			return err
+		}
 	}
 	var rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -223,7 +249,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		// the pool the configuration names.
 		WatchesRawSource(backends.watch(mgr.GetClient())).
 		// A read of its pods that found something new.
-		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{}))
+		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{})).
+		// Every gateway, when the push key changed.
+		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
 	if opts.StatusFrom != "" {
 		b = b.Owns(&networkingv1.NetworkPolicy{})
 	}
@@ -275,6 +303,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return retryStale(err)
 	}
 	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
+	if staleConfigMap(failures) {
+		return retryStale(errStale)
+	}
 	live := r.liveStatus(ctx, gw, dep, failures, hash)
 	r.noteConflicts(gw, d.lost)
 	r.noteRefusal(gw, live)
@@ -432,7 +463,16 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 		return r.currentDeployment(ctx, gw), "", &failure{kind: "ConfigMap", name: configMapName(gw), reason: ReasonInvalidRoutes, err: renderErr}
 	}
 	cmKey := client.ObjectKey{Namespace: gw.Namespace, Name: configMapName(gw)}
+	next, err := r.stampIdentity(ctx, gw, cmKey, want.ConfigMap)
+	if err != nil {
+		return r.currentDeployment(ctx, gw), "", &failure{kind: "ConfigMap", name: cmKey.Name, reason: ReasonApplyFailed, err: err}
+	}
 	_, act, err := applyChild(ctx, r.clients, gw, configMapChild, cmKey, want.ConfigMap)
+	if next != nil && apierrors.IsConflict(err) {
+		// The ConfigMap changed since the cache saw it: its serial may be
+		// handed out already (nextIdentity). Not a failure of the child.
+		return r.currentDeployment(ctx, gw), "", &failure{kind: "ConfigMap", name: cmKey.Name, err: errStale}
+	}
 	note("ConfigMap", configMapChild.stub(cmKey), act, err)
 	if isNameTaken(err) {
 		return r.currentDeployment(ctx, gw), "", notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
@@ -447,12 +487,26 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 		dep, act, err = applyChild(ctx, r.clients, gw, deploymentChild, key, deployment)
 		note("Deployment", deploymentChild.stub(key), act, err)
 		if err == nil {
+			r.sendPush(ctx, gw, dep, hash, next)
 			return dep, hash, nil
 		}
 	} else {
 		note("Deployment", deploymentChild.stub(key), unchanged, err)
 	}
-	return r.currentDeployment(ctx, gw), hash, nil
+	dep := r.currentDeployment(ctx, gw)
+	r.sendPush(ctx, gw, dep, hash, next)
+	return dep, hash, nil
+}
+
+// staleConfigMap reports whether the ConfigMap's apply met a newer
+// ConfigMap than the cache had (applyConfigAndDeployment).
+func staleConfigMap(failures []failure) bool {
+	for _, f := range failures {
+		if errors.Is(f.err, errStale) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyServiceAndExposure applies the Service and the Ingress or

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -281,11 +282,23 @@ func TestFailuresNameTheChild(t *testing.T) {
 // children and status already match costs no write: over a quiet window in
 // which the test makes the reconciler run several times (by touching the
 // children in ways that change nothing the operator owns), the manager sends
-// no request but reads.
+// no request but reads. So with pushes on: the serial stays while the
+// template does.
 func TestIdleGatewayWritesNothing(t *testing.T) {
-	op := startOperator(t)
+	t.Run("pushes off", func(t *testing.T) { idleGatewayWritesNothing(t, false) })
+	t.Run("pushes on", func(t *testing.T) { idleGatewayWritesNothing(t, true) })
+}
+
+func idleGatewayWritesNothing(t *testing.T, pushes bool) {
 	ctx := context.Background()
 	ns := newNamespace(t, "idle")
+	op := startOperator(t, func(o *Options) {
+		if pushes {
+			key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DefaultPushKeySecret}}
+			require.NoError(t, env.Client.Create(ctx, key))
+			o.PushKeySecret = client.ObjectKeyFromObject(key)
+		}
+	})
 	gw := gateway("idle", route("idle.example.com", "/", v1.PathTypePrefix, "web", 80))
 	gw.Namespace = ns
 	gw.Spec.Replicas = ptr.To[int32](2)

@@ -69,6 +69,10 @@ type options struct {
 	// split and checked, nil for every namespace.
 	watchNamespaces string
 	namespaces      []string
+	// push and pushSecret are --gateway-push and --gateway-push-secret,
+	// which controller.Options holds as PushKeySecret (empty: off).
+	push            bool
+	pushSecret      string
 	policyParams    string
 	otlpEndpoint    string
 	reloaderImage   string
@@ -116,6 +120,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Do not set it where your own NetworkPolicies narrow who reaches the gateway pods: policies add up, so this one would open the traffic port. Empty: no policy.")
 	fs.BoolVar(&o.disruptionBudget, "gateway-disruption-budget", true, "Give each APIGateway of two replicas or more a PodDisruptionBudget N that lets one of its pods at a time be evicted (a node drain then waits for the replacement to be Ready). "+
 		"false: none, and the ones made before are deleted; turn it off where you give the gateway pods budgets of your own, since the eviction API refuses pods that two budgets select.")
+	fs.BoolVar(&o.push, "gateway-push", true, "Push each new configuration to the gateway pods' reloaders, signed with the operator's Ed25519 key (--gateway-push-secret), so a route change is served within a second instead of at the kubelet's next sync of the ConfigMap volume (up to about a minute and a half). "+
+		"false: the pods learn of changes through their volume only, and refuse pushes.")
+	fs.StringVar(&o.pushSecret, "gateway-push-secret", defaultPushSecret, "namespace/name of the Secret holding the push key: the operator fills it when empty (empty it to rotate the key) but may not create it, so the manifests ship it empty; the Role names it.")
 	fs.StringVar(&o.ownership, "namespace-ownership", string(ownership.Strict), namespaceOwnershipUsage)
 	fs.DurationVar(&o.controller.HostReleaseAfter, "host-release-after", controller.DefaultHostReleaseAfter, hostReleaseAfterUsage)
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose APIGateways this operator serves and reconciles (namespaced mode: give its ServiceAccount Roles in these namespaces, and the webhook configurations a namespaceSelector for them; hosts are then owned among these namespaces only). Empty: every namespace.")
@@ -147,6 +154,11 @@ func (o *options) complete() error {
 	if errs := validation.IsDNS1123Label(o.controller.StatusFrom); o.controller.StatusFrom != "" && len(errs) > 0 {
 		return fmt.Errorf("--gateway-status-from-namespace: %s", strings.Join(errs, "; "))
 	}
+	if o.push {
+		if o.controller.PushKeySecret, err = parseObjectKey("--gateway-push-secret", "a Secret", o.pushSecret); err != nil {
+			return err
+		}
+	}
 	if o.namespaces, err = parseNamespaces(o.watchNamespaces); err != nil {
 		return err
 	}
@@ -168,11 +180,9 @@ func (o *options) complete() error {
 		o.webhooks.MaxInflightBytes = q.Value()
 	}
 	if o.policyParams != "" {
-		ns, name, ok := strings.Cut(o.policyParams, "/")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return fmt.Errorf("--policy-params: want namespace/name of a ConfigMap, got %q", o.policyParams)
+		if o.policyParamsKey, err = parseObjectKey("--policy-params", "a ConfigMap", o.policyParams); err != nil {
+			return err
 		}
-		o.policyParamsKey = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	if _, ok := tlsVersions[o.tlsMinVersion]; !ok {
 		return fmt.Errorf("--tls-min-version: want 1.2 or 1.3, got %q", o.tlsMinVersion)
@@ -214,6 +224,20 @@ func (o *options) checkWebhookLimits() error {
 		return fmt.Errorf("--webhook-read-timeout, --webhook-header-timeout: %w", err)
 	}
 	return nil
+}
+
+// defaultPushSecret is --gateway-push-secret's default: the Secret
+// manifests/rbac ships, in the operator's namespace (the same as the
+// policy parameters').
+const defaultPushSecret = policy.ParamsNamespace + "/" + controller.DefaultPushKeySecret
+
+// parseObjectKey reads flag's value, namespace/name of what.
+func parseObjectKey(flag, what, s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("%s: want namespace/name of %s, got %q", flag, what, s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // trustedProxiesUsage documents --gateway-trusted-proxies, which the

@@ -132,15 +132,15 @@ func startBackend(t testing.TB, ns string) *corev1.Pod {
 }
 
 // startOperator runs the operator's controllers for the test, with the
-// node's images and the node's address as the gateways' resolver, and
-// trusted as the gateways' front proxies (--gateway-trusted-proxies),
-// until Stop or the test's end.
-func startOperator(t testing.TB, trusted ...string) *testenv.Running {
+// node's images and the node's address as the gateways' resolver, until
+// Stop or the test's end; tune, when given, changes the options.
+func startOperator(t testing.TB, tune ...func(*controller.Options)) *testenv.Running {
 	t.Helper()
-	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: &controller.Options{
-		DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP},
-		TrustedProxies: trusted,
-	}})
+	opts := &controller.Options{DefaultImage: GatewayImage, ReloaderImage: OperatorImage, Resolvers: []string{controlplane.NodeIP}}
+	for _, f := range tune {
+		f(opts)
+	}
+	mgr := operatortest.NewManager(t, env, operatortest.Options{UserAgent: "apigateway-operator-test", Controller: opts})
 	return testenv.RunManager(t, mgr, waitFor)
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -45,7 +46,7 @@ func TestGatewayKeepsServingWhenItsNginxRefuses(t *testing.T) {
 	// The platform's change, then a tenant's route: the configuration
 	// that has both is the one the pod must refuse.
 	op.Stop(t)
-	startOperator(t, "10.0.0.0/8")
+	startOperator(t, func(o *controller.Options) { o.TrustedProxies = []string{"10.0.0.0/8"} })
 	addRoute(t, gw, "/orders")
 	changed := time.Now()
 	cur := testenv.AwaitCondition(t, env.Client, client.ObjectKeyFromObject(gw), testenv.Condition{
