@@ -9,7 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,18 +31,23 @@ var (
 
 const gatewayUID = "4c1d6f0e-8a2b-4e7c-9d3f-5b6a7c8d9e0f"
 
-// withPushes turns pushes on: the flag naming the identity beside the
-// mounted template, as the operator's pod template will.
+// withPushes is the operator's pod template as it is, with the flag
+// naming the identity beside the mounted template; it fails the test
+// when the template lacks it.
 func withPushes(spec *corev1.PodSpec) {
-	c := &spec.Containers[0]
-	for i, a := range c.Command {
-		if t, ok := strings.CutPrefix(a, "--template="); ok {
-			flag := "--push-identity=" + path.Join(path.Dir(t), push.IdentityKey)
-			c.Command = append(c.Command[:i+1], append([]string{flag}, c.Command[i+1:]...)...)
+	for _, a := range spec.Containers[0].Command {
+		if strings.HasPrefix(a, "--push-identity=") {
 			return
 		}
 	}
-	panic("no --template flag")
+	panic("the operator's pod template has no --push-identity flag")
+}
+
+// withoutPushes is the pod template of an operator from before pushes:
+// no --push-identity.
+func withoutPushes(spec *corev1.PodSpec) {
+	c := &spec.Containers[0]
+	c.Command = slices.DeleteFunc(c.Command, func(a string) bool { return strings.HasPrefix(a, "--push-identity=") })
 }
 
 // volume is the ConfigMap data the operator writes for gw at serial: the
@@ -210,7 +215,7 @@ func TestPushesOff(t *testing.T) {
 	b := startBackends(t)
 	env, _ := envelope(t, operatorKey, b.gatewayWith("/pushed"), 5)
 	t.Run("no flag", func(t *testing.T) {
-		f := startPod(t, b, b.gatewayWith())
+		f := startPod(t, b, b.gatewayWith(), withoutPushes)
 		code, body := f.post(env)
 		assert.Equal(t, http.StatusNotFound, code, body)
 		require.NoError(t, f.pod.Stop(wait))
