@@ -253,6 +253,20 @@ type Route struct {
 	// +optional
 	PathType PathType `json:"pathType,omitempty"`
 
+	// matches narrow the route to the requests that one of these sets of
+	// conditions accepts (on headers, query parameters, the method,
+	// cookies); unset, the route takes every request for its host and
+	// path. On one path, the routes with matches are tried first (Exact
+	// before Prefix, then a method, more headers, more query parameters,
+	// more cookies, then the order of spec.routes), the route without
+	// matches last; a request no route on the path accepts is answered
+	// 404. Up to 8 sets.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Matches []RequestMatch `json:"matches,omitempty"`
+
 	// backendService is the Service, in the gateway's namespace, that
 	// receives the route's requests, or those additionalBackends leave.
 	// +required
