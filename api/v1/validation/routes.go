@@ -32,8 +32,12 @@ func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
 		}
 		if j, seen := first[key]; seen {
 			e := field.Duplicate(fld.Index(i), RouteString(r))
-			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]%s; merge the two routes or change one",
-				j, sameMatchHint(&routes[j], r))
+			same := "same host, path and pathType"
+			if len(r.Matches) > 0 {
+				same = "same host, path, pathType and matches"
+			}
+			e.Detail = fmt.Sprintf("%s as spec.routes[%d]%s; merge the two routes or change one",
+				same, j, sameMatchHint(&routes[j], r))
 			errs = append(errs, e.WithOrigin(RuleDuplicateRoute))
 			continue
 		}
@@ -80,6 +84,7 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	errs = append(errs, validatePathType(r.PathType, routePathType)...)
 	errs = append(errs, validateBackendName(string(r.BackendService.Name), routeBackendName)...)
 	errs = append(errs, validateBackendPort(r.BackendService.Port, routeBackendPort)...)
+	errs = append(errs, validateMatches(r.Matches, routeMatches)...)
 	errs = append(errs, validateTraffic(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
@@ -162,13 +167,15 @@ func RouteKey(scope string, r *v1.Route) (string, bool) {
 
 // RouteMatch is what r matches, whatever its scope: its pathType, host and
 // normalised path, such as "Prefix api.example.com/users" (RouteKey without
-// the scope). It returns false when r's path has no normal form.
+// the scope), followed for a route with matches by their digest
+// (matchesKey): routes that differ only in their matches do not compete,
+// and identical ones do. It returns false when r's path has no normal form.
 func RouteMatch(r *v1.Route) (string, bool) {
 	p, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		return "", false
 	}
-	return string(r.PathType) + " " + string(r.Host) + p, true
+	return string(r.PathType) + " " + string(r.Host) + p + matchesKey(r.Matches), true
 }
 
 // RouteScopes are the scopes in which gw's routes compete with other
@@ -287,6 +294,9 @@ func MatchString(r *v1.Route) string {
 	p, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {
 		p = string(r.Path)
+	}
+	if len(r.Matches) > 0 {
+		return fmt.Sprintf("%s%s (%s, when %s)", r.Host, p, r.PathType, MatchesString(r.Matches))
 	}
 	return fmt.Sprintf("%s%s (%s)", r.Host, p, r.PathType)
 }

@@ -390,6 +390,100 @@ func headerCases(add addCase) {
 		}
 	}
 	headerListCases(add)
+	matchCases(add)
+}
+
+// matchCases: each kind of condition of a route's matches, on both sides
+// of each bound and pattern, and the hostile strings in every slot.
+func matchCases(add addCase) {
+	set := func(m v1.RequestMatch) func(*ruleCase) {
+		return func(tc *ruleCase) { tc.route.Matches = []v1.RequestMatch{m} }
+	}
+	header := func(n string, t v1.MatchType, v string) v1.RequestMatch {
+		return v1.RequestMatch{Headers: []v1.HeaderMatch{{Name: v1.HTTPHeaderName(n), Type: t, Value: v1.HTTPHeaderValue(v)}}}
+	}
+	query := func(n string, t v1.MatchType, v string) v1.RequestMatch {
+		return v1.RequestMatch{QueryParams: []v1.QueryParamMatch{{Name: v1.MatchName(n), Type: t, Value: v}}}
+	}
+	cookie := func(n, v string) v1.RequestMatch {
+		return v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: v1.MatchName(n), Value: v}}}
+	}
+	for value, valid := range map[string]bool{
+		"X-Canary": true, strings.Repeat("x", 64): true, strings.Repeat("x", 65): false, "X_Canary": false,
+		"Host": false, "upgrade": false, "Connection": false,
+	} {
+		add("matches header name", value, valid, set(header(value, v1.MatchPresent, "")))
+	}
+	names := map[string]bool{
+		"session": true, "Session_2": true, "_": true, strings.Repeat("s", 64): true, strings.Repeat("s", 65): false,
+		"my-session": false, "a.b": false, "a b": false,
+	}
+	for _, s := range validationtest.HostileStrings() {
+		names["a"+s] = false
+	}
+	for value, valid := range names {
+		add("matches query name", value, valid, set(query(value, v1.MatchPresent, "")))
+		add("matches cookie name", value, valid, set(cookie(value, "v")))
+	}
+	headerValues := map[string]bool{"always": true, "a b": true, strings.Repeat("v", 1024): true, strings.Repeat("v", 1025): false, " a": false, `a"b`: false, "a$b": false}
+	for value, valid := range headerValues {
+		add("matches header value", value, valid, set(header("X-Canary", v1.MatchExact, value)))
+	}
+	queryValues := map[string]bool{
+		"1": true, "a-b._~!*(),/:@": true, strings.Repeat("v", 256): true, strings.Repeat("v", 257): false,
+		"a b": false, "a%20b": false, "a+b": false, "a&b": false, "a=b": false, "a;b": false, "a$b": false,
+	}
+	cookieValues := map[string]bool{
+		"beta": true, "a-b._~!#&'()*+/:<=>?@^|": true, strings.Repeat("v", 256): true, strings.Repeat("v", 257): false,
+		"a b": false, "a;b": false, "a,b": false, `a"b`: false, "a$b": false, `a\b`: false, "a{b": false,
+	}
+	for name, s := range validationtest.HostileStrings() {
+		queryValues["a"+s] = false
+		// A quote and a hash are cookie octets, and text in a quoted nginx
+		// string.
+		cookieValues["a"+s] = name == "single quote" || name == "hash"
+	}
+	for value, valid := range queryValues {
+		add("matches query value", value, valid, set(query("debug", v1.MatchExact, value)))
+	}
+	for value, valid := range cookieValues {
+		add("matches cookie value", value, valid, set(cookie("session", value)))
+	}
+	many := func(n int) v1.RequestMatch {
+		var m v1.RequestMatch
+		for i := range n {
+			m.Headers = append(m.Headers, v1.HeaderMatch{Name: v1.HTTPHeaderName(fmt.Sprintf("X-%d", i)), Type: v1.MatchPresent})
+			m.QueryParams = append(m.QueryParams, v1.QueryParamMatch{Name: v1.MatchName(fmt.Sprintf("q%d", i)), Type: v1.MatchPresent})
+			m.Cookies = append(m.Cookies, v1.CookieMatch{Name: v1.MatchName(fmt.Sprintf("c%d", i)), Value: "v"})
+		}
+		return m
+	}
+	get := v1.HTTPMethod("GET")
+	for value, tc := range map[string]struct {
+		ms    []v1.RequestMatch
+		valid bool
+	}{
+		"a method":                     {ms: []v1.RequestMatch{{Method: &get}}, valid: true},
+		"method get":                   {ms: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("get"))}}},
+		"method PURGE":                 {ms: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("PURGE"))}}},
+		"an empty set":                 {ms: []v1.RequestMatch{{}}},
+		"8 of each":                    {ms: []v1.RequestMatch{many(8)}, valid: true},
+		"9 of each":                    {ms: []v1.RequestMatch{many(9)}},
+		"8 sets":                       {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 8), valid: true},
+		"9 sets":                       {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 9)},
+		"Exact header without a value": {ms: []v1.RequestMatch{header("X-A", v1.MatchExact, "")}},
+		"Present header with a value":  {ms: []v1.RequestMatch{header("X-A", v1.MatchPresent, "1")}},
+		"header type Regex":            {ms: []v1.RequestMatch{header("X-A", "RegularExpression", "1")}},
+		"Exact query without a value":  {ms: []v1.RequestMatch{query("a", v1.MatchExact, "")}},
+		"Present query with a value":   {ms: []v1.RequestMatch{query("a", v1.MatchPresent, "1")}},
+		"a header twice":               {ms: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}, {Name: "X-A", Type: v1.MatchExact, Value: "1"}}}}},
+		"a header twice, case differs": {ms: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}, {Name: "x-a", Type: v1.MatchExact, Value: "1"}}}}, valid: true},
+		"a cookie twice":               {ms: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "a", Value: "1"}, {Name: "a", Value: "2"}}}}},
+		"a query parameter twice":      {ms: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "a", Type: v1.MatchPresent}, {Name: "a", Type: v1.MatchPresent}}}}},
+		"every kind, two sets":         {ms: []v1.RequestMatch{many(2), {Method: &get, Cookies: []v1.CookieMatch{{Name: "a", Value: "1"}}}}, valid: true},
+	} {
+		add("matches", value, tc.valid, func(p *ruleCase) { p.route.Matches = tc.ms })
+	}
 }
 
 // headerListCases: each header named once per modifier, across its

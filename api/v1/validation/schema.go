@@ -41,11 +41,14 @@ type schemaRules struct {
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
+	matchName, queryValue, cookieValue                           stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
+	matches, matchHeaders, matchQueryParams, matchCookies                            int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
+	matchTypes, methods                                                []string
 
 	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
 	// CEL rule refuses.
@@ -86,6 +89,9 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerName:       c.stringRule(route+"requestHeaders.set[].name", true),
 		headerValue:      c.stringRule(route+"requestHeaders.set[].value", true),
 		maxBodySize:      c.stringRule(route+"maxBodySize", true),
+		matchName:        c.stringRule(route+"matches[].cookies[].name", true),
+		queryValue:       c.stringRule(route+"matches[].queryParams[].value", true),
+		cookieValue:      c.stringRule(route+"matches[].cookies[].value", true),
 
 		routes:             c.maxItems("routes"),
 		tls:                c.maxItems("tls"),
@@ -97,11 +103,17 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerSet:          c.maxItems(route + "requestHeaders.set"),
 		headerAdd:          c.maxItems(route + "requestHeaders.add"),
 		headerRemove:       c.maxItems(route + "requestHeaders.remove"),
+		matches:            c.maxItems(route + "matches"),
+		matchHeaders:       c.maxItems(route + "matches[].headers"),
+		matchQueryParams:   c.maxItems(route + "matches[].queryParams"),
+		matchCookies:       c.maxItems(route + "matches[].cookies"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
 		exposureTypes:          c.enum("exposure.type"),
 		accessLogFormats:       c.enum("accessLog.format"),
+		matchTypes:             c.enum(route + "matches[].headers[].type"),
+		methods:                c.enum(route + "matches[].method"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}

@@ -278,6 +278,51 @@ func TestValidate(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes = append(gw.Spec.Routes, route("/%75sers/", "s", 80)) },
 			want:   []wantErr{{"spec.routes[2]", duplicate, "as spec.routes[0] once normalised", RuleDuplicateRoute}},
 		},
+		"same path, one route with matches": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[1] = route("/users/", "canary", 80)
+			gw.Spec.Routes[1].Matches = []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}}}
+		}},
+		"same path, matches that differ": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].Matches = []v1.RequestMatch{{Method: ptr.To[v1.HTTPMethod]("GET")}}
+			gw.Spec.Routes[1] = route("/users/", "canary", 80)
+			gw.Spec.Routes[1].Matches = []v1.RequestMatch{{Method: ptr.To[v1.HTTPMethod]("POST")}}
+		}},
+		"two routes with the same matches, in another order and case": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Matches = []v1.RequestMatch{
+					{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}},
+					{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}, {Name: "X-B", Type: v1.MatchExact, Value: "1"}}},
+				}
+				gw.Spec.Routes[1] = route("/users/", "canary", 80)
+				gw.Spec.Routes[1].Matches = []v1.RequestMatch{
+					{Headers: []v1.HeaderMatch{{Name: "x-b", Type: v1.MatchExact, Value: "1"}, {Name: "x-a", Type: v1.MatchPresent}}},
+					{Cookies: []v1.CookieMatch{{Name: "Session", Value: "beta"}}},
+				}
+			},
+			want: []wantErr{{"spec.routes[1]", duplicate, "same host, path, pathType and matches as spec.routes[0]", RuleDuplicateRoute}},
+		},
+		"an empty match set": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].Matches = []v1.RequestMatch{{}} },
+			want:   []wantErr{{"spec.routes[0].matches[0]", required, "at least one condition", RuleMatches}},
+		},
+		"an Exact header match without a value": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Matches = []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchExact}}}}
+			},
+			want: []wantErr{{"spec.routes[0].matches[0].headers[0]", invalid, exactOrPresentMessage, RuleMatches}},
+		},
+		"a reserved header matched": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Matches = []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "Upgrade", Type: v1.MatchPresent}}}}
+			},
+			want: []wantErr{{"spec.routes[0].matches[0].headers[0].name", invalid, reservedHeaderMessage, RuleMatches}},
+		},
+		"a cookie name with a dash": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Matches = []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "my-session", Value: "x"}}}}
+			},
+			want: []wantErr{{"spec.routes[0].matches[0].cookies[0].name", invalid, "letters, digits and '_'", RuleMatches}},
+		},
 		"tls host not a route host": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"www.example.com"} },
 			want:   []wantErr{{"spec.tls[0].hosts[0]", invalid, "must be the host of one of the gateway's routes; the route hosts are api.example.com", RuleTLSHosts}},
