@@ -120,10 +120,11 @@ func routeSizeBound(r *v1.Route, suffix int) int {
 	// A location: its match (the path), the rewrite (the path) and
 	// proxy_pass, "set $backend" (the backend's line), and the route's
 	// directives.
-	location := 3*lineBytes + 2*path + backendBound(r.BackendService.Name, suffix) + directives
+	matchLocation, matchHTTP := matchesBound(r)
+	location := 3*lineBytes + 2*path + backendBound(r.BackendService.Name, suffix) + directives + matchLocation
 	// The http-level blocks: the comment naming the match, and the
 	// settings' blocks.
-	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
+	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks + matchHTTP
 	return routeLocations*location + http
 }
 

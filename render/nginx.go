@@ -138,6 +138,13 @@ type location struct {
 	// route is the route's name, quoted (routeName), with the access
 	// log on; "" with it off.
 	route string
+	// matched are the routes with matches on this location's path, tried
+	// before the route without (whose fields above are unset, traffic
+	// nil, when the path has none: the location then answers 404);
+	// dispatch and named are their lines at the location's top and their
+	// named locations (planMatches).
+	matched         []alternative
+	dispatch, named string
 }
 
 // Config renders gw's routes into the nginx configuration template
@@ -168,6 +175,8 @@ func (m *Gateway) render() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	matchBlocks, serverLines := planMatches(servers)
+	httpBlocks = matchBlocks + httpBlocks
 	resolver, err := resolverArgs(opts.Resolvers)
 	if err != nil {
 		return "", err
@@ -203,7 +212,7 @@ func (m *Gateway) render() (string, error) {
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h], m.AccessLog)
+		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h], m.AccessLog, serverLines[h])
 	}
 	return b.String(), nil
 }
@@ -248,6 +257,10 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			errs = append(errs, trafficErrs...)
 			continue
 		}
+		if matchErrs := checkMatches(r.Route, routesPath.Index(r.Index).Child("matches")); len(matchErrs) > 0 {
+			errs = append(errs, matchErrs...)
+			continue
+		}
 		traffic = append(traffic, &t)
 		locs, err := locationsFor(*r.Route, backendOf(r.BackendService.Name, int32(r.BackendService.Port)), &t)
 		if err != nil {
@@ -268,17 +281,31 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			servers[string(r.Host)] = map[string]location{}
 		}
 		for _, l := range locs {
-			// An Exact route beats the exact location a Prefix route adds;
-			// otherwise the first route in sorted order keeps the location.
-			if old, ok := servers[string(r.Host)][l.match]; !ok || (l.exact && !old.exact) {
-				servers[string(r.Host)][l.match] = l
-			}
+			servers[string(r.Host)][l.match] = place(servers[string(r.Host)][l.match], l, r)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, "", nil, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), m.Name, errs)
 	}
 	return servers, usedHTTPBlocks(servers, traffic), pools, nil
+}
+
+// place puts l, a location of route r, into slot, the location of its
+// match so far (the zero location when none). A route with matches joins
+// the slot's alternatives. Of routes without, an Exact route beats the
+// exact location a Prefix route adds; otherwise the first route in sorted
+// order keeps the location.
+func place(slot, l location, r Route) location {
+	if len(r.Matches) > 0 {
+		slot.match, slot.sortKey = l.match, l.sortKey
+		slot.matched = append(slot.matched, alternative{loc: l, route: r.Route, index: r.Index})
+		return slot
+	}
+	if slot.traffic == nil || (l.exact && !slot.exact) {
+		l.matched = slot.matched
+		return l
+	}
+	return slot
 }
 
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
@@ -290,6 +317,9 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	for _, locs := range servers {
 		for _, l := range locs {
 			used[l.traffic] = true
+			for _, a := range l.matched {
+				used[a.loc.traffic] = true
+			}
 		}
 	}
 	var b strings.Builder
@@ -521,7 +551,7 @@ server {
 // request lines whose raw path could reach a backend as a path other than
 // the one matched are refused first (ambiguousRequestPath), and a path no
 // route covers answers 404 instead of falling through to nginx's root.
-func writeServer(b *strings.Builder, listen, host string, locs map[string]location, accessLog bool) {
+func writeServer(b *strings.Builder, listen, host string, locs map[string]location, accessLog bool, matchLines string) {
 	sorted := make([]location, 0, len(locs))
 	for _, l := range locs {
 		sorted = append(sorted, l)
@@ -548,6 +578,7 @@ server {
 		}
 		fmt.Fprintf(b, "    proxy_set_header %s %s;\n", h.name, h.value)
 	}
+	b.WriteString(matchLines)
 	for _, l := range sorted {
 		writeLocation(b, l)
 	}
@@ -567,10 +598,24 @@ server {
 // at load time. The rewrite comes after "set": "rewrite ... break" ends
 // the location's rewrite-module directives, set among them.
 func writeLocation(b *strings.Builder, l location) {
-	fmt.Fprintf(b, "\n    location %s {\n", l.match)
+	writeLocationBody(b, l.match, l)
+	b.WriteString(l.named)
+}
+
+// writeLocationBody writes l as the location named by match (its own, or
+// a named location's "@..."): the route's name for the access log, the
+// dispatch to the routes with matches, then the route without, or 404
+// when the path has none.
+func writeLocationBody(b *strings.Builder, match string, l location) {
+	fmt.Fprintf(b, "\n    location %s {\n", match)
 	if l.route != "" {
 		// First: "rewrite ... break" ends the rewrite-module directives.
 		fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
+	}
+	b.WriteString(l.dispatch)
+	if l.traffic == nil {
+		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)
+		return
 	}
 	b.WriteString(l.traffic.directives)
 	pass := "$backend"
