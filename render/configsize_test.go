@@ -30,6 +30,7 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 		"100 routes of one-letter headers": shortHeadersGateway(),
 		"wildcard hosts, root rewrites":    wildcardRootGateway(),
 		"one route, shortest names":        gateway("g", route("a.b", "/", v1.PathTypePrefix, "s", 1)),
+		"one path, 100 routes of 8 sets":   shortMatchesGateway(),
 	}
 	for name, gw := range fixtures {
 		t.Run(name, func(t *testing.T) { checkBound(t, gw) })
@@ -151,8 +152,55 @@ func randomGateway(r *rand.Rand) *v1.APIGateway {
 	return gw
 }
 
-// randomTraffic gives rt each traffic setting with probability 1/2.
+// shortMatchesGateway has 100 Prefix routes on one path, each with the
+// most match sets the API allows, each set one short condition: the
+// dispatch's fixed text outweighs the tenant's strings as far as it can.
+func shortMatchesGateway() *v1.APIGateway {
+	gw := gateway("m")
+	gw.Namespace = "n"
+	for i := range 100 {
+		r := route("a.b", "/p", v1.PathTypePrefix, "s", 1)
+		for j := range 8 {
+			r.Matches = append(r.Matches, v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: v1.MatchName(fmt.Sprintf("c%d", i)), Value: fmt.Sprint(j)}}})
+		}
+		gw.Spec.Routes = append(gw.Spec.Routes, r)
+	}
+	return gw
+}
+
+// randomMatches gives rt up to 3 match sets of up to 3 conditions each,
+// with probability 1/3.
+func randomMatches(r *rand.Rand, rt *v1.Route) {
+	if r.Intn(3) != 0 {
+		return
+	}
+	for range 1 + r.Intn(3) {
+		var m v1.RequestMatch
+		for k := range 1 + r.Intn(3) {
+			name := fmt.Sprintf("n%d%s", k, strings.Repeat("x", r.Intn(60)))
+			switch r.Intn(4) {
+			case 0:
+				h := v1.HeaderMatch{Name: v1.HTTPHeaderName(name), Type: v1.MatchPresent}
+				if r.Intn(2) == 0 {
+					h.Type, h.Value = v1.MatchExact, v1.HTTPHeaderValue(strings.Repeat("v", 1+r.Intn(1024)))
+				}
+				m.Headers = append(m.Headers, h)
+			case 1:
+				m.QueryParams = append(m.QueryParams, v1.QueryParamMatch{Name: v1.MatchName(name), Type: v1.MatchExact, Value: strings.Repeat("q", 1+r.Intn(256))})
+			case 2:
+				m.Method = ptr.To(v1.HTTPMethod("DELETE"))
+			default:
+				m.Cookies = append(m.Cookies, v1.CookieMatch{Name: v1.MatchName(name), Value: strings.Repeat("c", 1+r.Intn(256))})
+			}
+		}
+		rt.Matches = append(rt.Matches, m)
+	}
+}
+
+// randomTraffic gives rt each traffic setting with probability 1/2, and
+// matches with probability 1/3.
 func randomTraffic(r *rand.Rand, rt *v1.Route) {
+	randomMatches(r, rt)
 	if r.Intn(2) == 0 {
 		left := int32(100)
 		for range r.Intn(8) {

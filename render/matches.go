@@ -27,10 +27,12 @@ import (
 //     "1" when all are "1";
 //   - each location that routes with matches share picks, from its sets'
 //     variables in order of precedence, the named location of the first
-//     set that holds: a map whose regular expressions are written from
-//     "0" and "1" alone;
-//   - the location returns 520 when one was picked, and its error_page
-//     sends 520 to the picked named location (error_page with a named
+//     set that holds: a map whose regular expressions the renderer writes
+//     from digits alone ("^1", "^.{1}1", "^.{2}1", ...);
+//   - the location returns 520 when one was picked (521 to 527 for the
+//     101st set on, each group of 100 a pick map of its own: nginx reads
+//     at most 4096 bytes as one parameter), and its error_page sends 520
+//     to the picked named location (error_page with a named
 //     location keeps the request's method, URI and body); nginx never
 //     answers 520 itself, so a backend's error or nginx's own 502 cannot
 //     be sent there. Otherwise the location serves the route without
@@ -42,7 +44,12 @@ import (
 const (
 	// matchStatus is the status a location returns to hand a request to
 	// the route with matches that accepted it: one nginx never sends.
+	// Each group of pickGroup sets has its own, from 520 to 527 (100
+	// routes of 8 sets on one path).
 	matchStatus = 520
+	// pickGroup is how many sets one pick map reads: their variables,
+	// joined, stay within the 4096 bytes nginx reads as one parameter.
+	pickGroup = 100
 )
 
 // alternative is a route with matches in a location of its path: the
@@ -151,15 +158,33 @@ func (w *matchWriter) plan(l *location, host string) {
 		writeLocationBody(&named, fmt.Sprintf("@agw_%s_%d", id, i), a.loc)
 	}
 	slices.SortStableFunc(choices, precedence(l.matched))
-	var source, keys strings.Builder
-	for i, c := range choices {
-		source.WriteString("$" + w.set(c.match))
-		fmt.Fprintf(&keys, "    \"~^%s1\" @agw_%s_%d;\n", strings.Repeat("0", i), id, c.alt)
+	var dispatch strings.Builder
+	for g := 0; g*pickGroup < len(choices); g++ {
+		group := choices[g*pickGroup : min((g+1)*pickGroup, len(choices))]
+		name := fmt.Sprintf("%s_%d", pick, g)
+		var source, keys strings.Builder
+		for i, c := range group {
+			source.WriteString("$" + w.set(c.match))
+			fmt.Fprintf(&keys, "    \"~^%s1\" @agw_%s_%d;\n", skip(i), id, c.alt)
+		}
+		fmt.Fprintf(&w.http, "map \"%s\" $%s {\n    default \"\";\n%s}\n", source.String(), name, keys.String())
+		// One status per group, so each group's error_page names its
+		// variable; the ifs are tried in order.
+		fmt.Fprintf(&dispatch, "%serror_page %d = $%s;\n%sif ($%s) {\n%s    return %d;\n%s}\n",
+			indent, matchStatus+g, name, indent, name, indent, matchStatus+g, indent)
 	}
-	fmt.Fprintf(&w.http, "map \"%s\" $%s {\n    default \"\";\n%s}\n", source.String(), pick, keys.String())
-	l.dispatch = fmt.Sprintf("%serror_page %d = $%s;\n%sif ($%s) {\n%s    return %d;\n%s}\n",
-		indent, matchStatus, pick, indent, pick, indent, matchStatus, indent)
+	l.dispatch = dispatch.String()
 	l.named = named.String()
+}
+
+// skip is the regular expression of the first i sets' variables ("0" or
+// "1" each, a character) in the pick map's source: short whatever i, so
+// the map grows linearly with the sets.
+func skip(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return fmt.Sprintf(".{%d}", i)
 }
 
 // set defines the variable that is "1" when every condition of m holds,
@@ -290,7 +315,7 @@ func matchesBound(r *v1.Route) (location, http int) {
 	// matches serves, the named location's braces, its pick map entries
 	// and the pick map's own lines (a location may be shared: counted for
 	// each route that is in it).
-	location = 12*lineBytes + len(r.Matches)*lineBytes
+	location = 12*lineBytes + 6*len(r.Matches)*lineBytes
 	http = 2 * lineBytes // the comment, and the pick map's braces
 	for i := range r.Matches {
 		conds := conditions(&r.Matches[i])
