@@ -36,9 +36,13 @@ func maximalMatchesGateway() *v1.APIGateway {
 func TestRenderedMatchesPassNginx(t *testing.T) {
 	nginx := nginxBinary(t)
 	for name, gw := range map[string]*v1.APIGateway{
-		"maximal":                  maximalMatchesGateway(),
-		"one path, 100 routes":     shortMatchesGateway(),
-		"a path with matches only": gateway("only", func() v1.Route { r := route("a.b", "/", v1.PathTypePrefix, "s", 1); r.Matches = []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("GET"))}}; return r }()),
+		"maximal":              maximalMatchesGateway(),
+		"one path, 100 routes": shortMatchesGateway(),
+		"a path with matches only": gateway("only", func() v1.Route {
+			r := route("a.b", "/", v1.PathTypePrefix, "s", 1)
+			r.Matches = []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("GET"))}}
+			return r
+		}()),
 	} {
 		t.Run(name, func(t *testing.T) {
 			config, err := Config(gw, Options{})
@@ -59,7 +63,9 @@ func TestRenderMatchesRefusesHostileStrings(t *testing.T) {
 			"header value": func(m *v1.RequestMatch) {
 				m.Headers = []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchExact, Value: v1.HTTPHeaderValue("a" + s)}}
 			},
-			"query name":   func(m *v1.RequestMatch) { m.QueryParams = []v1.QueryParamMatch{{Name: v1.MatchName("a" + s), Type: v1.MatchPresent}} },
+			"query name": func(m *v1.RequestMatch) {
+				m.QueryParams = []v1.QueryParamMatch{{Name: v1.MatchName("a" + s), Type: v1.MatchPresent}}
+			},
 			"cookie value": func(m *v1.RequestMatch) { m.Cookies = []v1.CookieMatch{{Name: "a", Value: "a" + s}} },
 		} {
 			var m v1.RequestMatch
