@@ -39,6 +39,9 @@ type RouteRow struct {
 	Host     string      `json:"host"`
 	Path     string      `json:"path"`
 	PathType v1.PathType `json:"pathType"`
+	// Matches narrow the route to some requests (routes[].matches): unset,
+	// it takes every request for its host and path.
+	Matches []v1.RequestMatch `json:"matches,omitempty"`
 	// Gateway is the APIGateway, as namespace/name; Index is the route's
 	// index in its spec.routes.
 	Gateway string `json:"gateway"`
@@ -234,7 +237,7 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	}
 	backends[0].Weight = max(rest, 0)
 	return RouteRow{
-		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType,
+		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Matches: r.Matches,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
 		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
 		Served: true,
@@ -267,7 +270,7 @@ func markContested(rows []RouteRow) {
 
 // rowMatch is the row's validation.RouteMatch: two rows with one compete.
 func rowMatch(r *RouteRow) string {
-	m, _ := validation.RouteMatch(&v1.Route{Host: v1.Hostname(r.Host), Path: v1.HTTPPath(r.Path), PathType: r.PathType})
+	m, _ := validation.RouteMatch(&v1.Route{Host: v1.Hostname(r.Host), Path: v1.HTTPPath(r.Path), PathType: r.PathType, Matches: r.Matches})
 	return m
 }
 
@@ -295,12 +298,25 @@ func compareServed(a, b RouteRow) int {
 
 func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
-// WriteRouteTable prints rows as an aligned table, one line a route.
+// WriteRouteTable prints rows as an aligned table, one line a route. A
+// MATCHES column follows TYPE when some route has matches: each set's
+// conditions joined by "and", the sets by "or", "-" for a route without.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\tGATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
+	withMatches := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Matches) > 0 })
+	matches := func(r RouteRow) string {
+		if !withMatches {
+			return ""
+		}
+		return orDash(validation.MatchesString(r.Matches)) + "\t"
+	}
+	header := "HOST\tPATH\tTYPE\t"
+	if withMatches {
+		header += "MATCHES\t"
+	}
+	fmt.Fprintln(tw, header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, r.Gateway,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, matches(r), r.Gateway,
 			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), statusText(r))
 	}
 	return tw.Flush()

@@ -237,3 +237,32 @@ api.example.com  /users   Prefix  shop/later  old:80                            
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(raw), `"served":false,"heldBy":"shop/gw","reason":"RouteConflict"`), "%s", raw)
 }
+
+// TestRouteTableMatches: a route with matches shows them, and does not
+// compete with the route without matches on its path, in another gateway
+// of the namespace; the same matches in another gateway do compete.
+func TestRouteTableMatches(t *testing.T) {
+	main := rt("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080)
+	canary := rt("api.example.com", "/users/", v1.PathTypePrefix, "canary", 8080)
+	canary.Matches = []v1.RequestMatch{
+		{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}},
+		{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}, Method: ptr.To(v1.HTTPMethod("GET"))},
+	}
+	rows := Routes([]v1.APIGateway{
+		agw("shop", "gw", main),
+		agw("shop", "canary", canary),
+		agw("shop", "later", canary),
+	}, RouteOptions{})
+
+	var b bytes.Buffer
+	require.NoError(t, WriteRouteTable(&b, rows))
+	want := `HOST             PATH     TYPE    MATCHES                                                       GATEWAY      BACKENDS           TIMEOUTS  REWRITE  STATUS
+api.example.com  /users/  Prefix  header x-canary=always or cookie session=beta and method GET  shop/canary  canary:8080        -         -        served, contested by shop/later
+api.example.com  /users/  Prefix  -                                                             shop/gw      user-service:8080  -         -        served
+api.example.com  /users/  Prefix  header x-canary=always or cookie session=beta and method GET  shop/later   canary:8080        -         -        lost to shop/canary (RouteConflict)
+`
+	assert.Equal(t, want, b.String())
+	raw, err := json.Marshal(rows[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"matches":[{"headers":[{"name":"X-Canary","type":"Exact","value":"always"}]},{"method":"GET","cookies":[{"name":"session","value":"beta"}]}]`)
+}
