@@ -296,7 +296,7 @@ func isVariableName(s string) bool {
 	}
 	for i := range len(s) {
 		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
 			return false
 		}
 	}

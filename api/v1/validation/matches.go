@@ -50,9 +50,7 @@ func validateMatch(m *v1.RequestMatch, fld *field.Path) field.ErrorList {
 		func(h v1.HeaderMatch) string { return string(h.Name) },
 		func(h v1.HeaderMatch, f *field.Path) field.ErrorList {
 			return append(validateHeaderName(string(h.Name), f.Child("name")),
-				typedValue(h.Type, string(h.Value), f, func(v string, vf *field.Path) field.ErrorList {
-					return validateHeaderValue(v, vf)
-				})...)
+				typedValue(h.Type, string(h.Value), f, validateHeaderValue)...)
 		})...)
 	errs = append(errs, eachCondition(m.QueryParams, fld.Child("queryParams"), limits.matchQueryParams,
 		func(q v1.QueryParamMatch) string { return string(q.Name) },
