@@ -39,9 +39,9 @@ type RouteRow struct {
 	Host     string      `json:"host"`
 	Path     string      `json:"path"`
 	PathType v1.PathType `json:"pathType"`
-	// Matches narrow the route to some requests (routes[].matches): unset,
-	// it takes every request for its host and path.
-	Matches []v1.RequestMatch `json:"matches,omitempty"`
+	// Rules send some of the route's requests to other backends
+	// (routes[].rules), in order, before Backends.
+	Rules []v1.RouteRule `json:"rules,omitempty"`
 	// Gateway is the APIGateway, as namespace/name; Index is the route's
 	// index in its spec.routes.
 	Gateway string `json:"gateway"`
@@ -50,8 +50,9 @@ type RouteRow struct {
 	// (validation.RouteScopes): its ingress class, quoted, "default", or
 	// each parent Gateway as "gateway namespace/name".
 	Scopes []string `json:"scopes"`
-	// Backends receive the requests: backendService first, with the share
-	// additionalBackends leave it, then each of those with its weight.
+	// Backends receive the requests no rule takes: backendService first,
+	// with the share additionalBackends leave it, then each of those with
+	// its weight; none for a route without backendService (404).
 	Backends      []WeightedBackend `json:"backends"`
 	Timeouts      *v1.RouteTimeouts `json:"timeouts,omitempty"`
 	RewritePrefix string            `json:"rewritePrefix,omitempty"`
@@ -229,15 +230,18 @@ func competingGroups(gws []*v1.APIGateway) [][]int {
 // routeRow is gw's route j as served by gw.
 func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	r := &gw.Spec.Routes[j]
-	rest := int32(100)
-	backends := []WeightedBackend{{Name: string(r.BackendService.Name), Port: int32(r.BackendService.Port)}}
-	for _, b := range r.AdditionalBackends {
-		backends = append(backends, WeightedBackend{Name: string(b.Name), Port: int32(b.Port), Weight: b.Weight})
-		rest -= b.Weight
+	var backends []WeightedBackend
+	if r.BackendService != (v1.BackendService{}) {
+		rest := int32(100)
+		backends = []WeightedBackend{{Name: string(r.BackendService.Name), Port: int32(r.BackendService.Port)}}
+		for _, b := range r.AdditionalBackends {
+			backends = append(backends, WeightedBackend{Name: string(b.Name), Port: int32(b.Port), Weight: b.Weight})
+			rest -= b.Weight
+		}
+		backends[0].Weight = max(rest, 0)
 	}
-	backends[0].Weight = max(rest, 0)
 	return RouteRow{
-		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Matches: r.Matches,
+		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
 		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
 		Served: true,
@@ -270,7 +274,7 @@ func markContested(rows []RouteRow) {
 
 // rowMatch is the row's validation.RouteMatch: two rows with one compete.
 func rowMatch(r *RouteRow) string {
-	m, _ := validation.RouteMatch(&v1.Route{Host: v1.Hostname(r.Host), Path: v1.HTTPPath(r.Path), PathType: r.PathType, Matches: r.Matches})
+	m, _ := validation.RouteMatch(&v1.Route{Host: v1.Hostname(r.Host), Path: v1.HTTPPath(r.Path), PathType: r.PathType})
 	return m
 }
 
@@ -299,24 +303,26 @@ func compareServed(a, b RouteRow) int {
 func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // WriteRouteTable prints rows as an aligned table, one line a route. A
-// MATCHES column follows TYPE when some route has matches: each set's
-// conditions joined by "and", the sets by "or", "-" for a route without.
+// RULES column follows TYPE when some route has rules: each rule's
+// matches (a match's conditions joined by "and", the matches by "or")
+// and "->" its backend, the rules joined by "; ", "-" for a route
+// without; BACKENDS then shows what no rule takes, "-" (404) for none.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	withMatches := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Matches) > 0 })
-	matches := func(r RouteRow) string {
-		if !withMatches {
+	withRules := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Rules) > 0 })
+	rules := func(r RouteRow) string {
+		if !withRules {
 			return ""
 		}
-		return orDash(validation.MatchesString(r.Matches)) + "\t"
+		return orDash(validation.RulesString(r.Rules)) + "\t"
 	}
 	header := "HOST\tPATH\tTYPE\t"
-	if withMatches {
-		header += "MATCHES\t"
+	if withRules {
+		header += "RULES\t"
 	}
 	fmt.Fprintln(tw, header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, matches(r), r.Gateway,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, rules(r), r.Gateway,
 			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), statusText(r))
 	}
 	return tw.Flush()
@@ -325,6 +331,9 @@ func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 // backendsText is "user-service:8080" for one backend, and each with its
 // share for several: "user-service:8080 80%, canary:8080 20%".
 func backendsText(bs []WeightedBackend) string {
+	if len(bs) == 0 {
+		return "-"
+	}
 	if len(bs) == 1 {
 		return fmt.Sprintf("%s:%d", bs[0].Name, bs[0].Port)
 	}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"example.com/apigateway-operator/api/v1/validation"
 )
 
-// Request matching (routes[].matches) with stock nginx, and without ever
+// Request matching (routes[].rules) with stock nginx, and without ever
 // building a regular expression from a tenant's string:
 //
 //   - each condition is a variable that is "1" or "0": for an exact value
@@ -23,75 +22,39 @@ import (
 //     set in the server block by an if comparing with "=" (an nginx map,
 //     tried first, matched "ALWAYS" for "always": its string keys compare
 //     without case), and for a present one a map whose only key is "";
-//   - each match set is a map from its conditions' variables, joined, to
-//     "1" when all are "1";
-//   - each location that routes with matches share picks, from its sets'
-//     variables in order of precedence, the named location of the first
-//     set that holds: a map whose regular expressions the renderer writes
-//     from digits alone ("^1", "^.{1}1", "^.{2}1", ...);
-//   - the location returns 520 when one was picked (521 to 527 for the
-//     101st set on, each group of 100 a pick map of its own: nginx reads
-//     at most 4096 bytes as one parameter), and its error_page sends 520
-//     to the picked named location (error_page with a named
+//   - each match is a map from its conditions' variables, joined, to "1"
+//     when all are "1";
+//   - each location of a route with rules picks, from its matches'
+//     variables in the rules' order, the named location of the rule of
+//     the first match that holds: a map whose regular expressions the
+//     renderer writes from digits alone ("^1", "^.{1}1", "^.{2}1", ...);
+//   - the location returns 520 when one was picked, and its error_page
+//     sends 520 to the picked named location (error_page with a named
 //     location keeps the request's method, URI and body); nginx never
 //     answers 520 itself, so a backend's error or nginx's own 502 cannot
-//     be sent there. Otherwise the location serves the route without
-//     matches, or answers 404.
+//     be sent there. The named location is the route's location with the
+//     rule's backend. Otherwise the location serves the route's
+//     backendService, or answers 404 when the route has none.
 //
 // Inside `if` there is only `return` in a location, and `set` in a
 // server block (nginx's "if is evil" rule: both are the rewrite module's).
 
 const (
 	// matchStatus is the status a location returns to hand a request to
-	// the route with matches that accepted it: one nginx never sends.
-	// Each group of pickGroup sets has its own, from 520 to 527 (100
-	// routes of 8 sets on one path).
+	// the rule that took it: one nginx never sends. Each group of
+	// pickGroup matches has its own, from 520 on (8 rules of 4 matches
+	// are one group).
 	matchStatus = 520
-	// pickGroup is how many sets one pick map reads: their variables,
+	// pickGroup is how many matches one pick map reads: their variables,
 	// joined, stay within the 4096 bytes nginx reads as one parameter.
 	pickGroup = 100
 )
 
-// alternative is a route with matches in a location of its path: the
-// location it would have without matches, served from a named location
-// when one of its sets accepts a request.
-type alternative struct {
-	loc   location
-	route *v1.Route
-	index int // the route's index in spec.routes
-}
-
-// choice is one set of one alternative, in the order the location tries
-// them.
-type choice struct {
-	alt   int // the alternative's position in location.matched
-	set   int
-	match *v1.RequestMatch
-	exact bool
-}
-
-// precedence orders choices as Gateway API orders matches on one path:
-// an Exact route first, then a set with a method, more headers, more
-// query parameters, more cookies, then spec.routes' order and the set's.
-func precedence(alts []alternative) func(a, b choice) int {
-	return func(a, b choice) int {
-		return cmp.Or(
-			-cmp.Compare(b2i(a.exact), b2i(b.exact)),
-			-cmp.Compare(b2i(a.match.Method != nil), b2i(b.match.Method != nil)),
-			-cmp.Compare(len(a.match.Headers), len(b.match.Headers)),
-			-cmp.Compare(len(a.match.QueryParams), len(b.match.QueryParams)),
-			-cmp.Compare(len(a.match.Cookies), len(b.match.Cookies)),
-			cmp.Compare(alts[a.alt].index, alts[b.alt].index),
-			cmp.Compare(a.set, b.set),
-		)
-	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// ruleTarget is one rule of a location's route: its matches, and the
+// backend ($backend's value) of its named location.
+type ruleTarget struct {
+	matches []v1.RequestMatch
+	backend string
 }
 
 // matchWriter writes the http-level maps of a gateway's matches, each
@@ -105,24 +68,22 @@ type matchWriter struct {
 	serverDefined map[string]bool
 }
 
-// planMatches gives every location of servers that routes with matches
-// share its dispatch (the lines at its top) and its named locations, and
-// returns the http-level maps they read. Hosts and locations are walked
-// sorted: same spec, same bytes.
+// planMatches gives every location of servers whose route has rules its
+// dispatch (the lines at its top) and its named locations, and returns
+// the http-level maps they read. Hosts and locations are walked sorted:
+// same spec, same bytes.
 func planMatches(servers map[string]map[string]location) (http string, serverLines map[string]string) {
 	w := &matchWriter{defined: map[string]bool{}}
 	serverLines = map[string]string{}
-	hosts := slices.Sorted(func(yield func(string) bool) {
-		for h := range servers {
-			if !yield(h) {
-				return
-			}
-		}
-	})
+	hosts := make([]string, 0, len(servers))
+	for h := range servers {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
 	for _, h := range hosts {
 		keys := make([]string, 0, len(servers[h]))
 		for k, l := range servers[h] {
-			if len(l.matched) > 0 {
+			if len(l.rules) > 0 {
 				keys = append(keys, k)
 			}
 		}
@@ -135,29 +96,32 @@ func planMatches(servers map[string]map[string]location) (http string, serverLin
 			servers[h][k] = l
 		}
 		if w.server.Len() > 0 {
-			serverLines[h] = "\n    # The conditions on exact values of routes[].matches (an nginx map\n" +
+			serverLines[h] = "\n    # The conditions on exact values of routes[].rules (an nginx map\n" +
 				"    # compares its keys without case; \"=\" compares every byte).\n" + w.server.String()
 		}
 	}
 	if w.http.Len() == 0 {
 		return "", serverLines
 	}
-	return "# Request matching (routes[].matches).\n" + w.http.String(), serverLines
+	return "# Request matching (routes[].rules).\n" + w.http.String(), serverLines
 }
 
 // plan writes l's pick map and sets its dispatch and named locations.
 func (w *matchWriter) plan(l *location, host string) {
 	id := shortID(host + "\x00" + l.match)
 	pick := "agw_p_" + id
+	type choice struct {
+		rule  int
+		match *v1.RequestMatch
+	}
 	var choices []choice
 	var named strings.Builder
-	for i, a := range l.matched {
-		for s := range a.route.Matches {
-			choices = append(choices, choice{alt: i, set: s, match: &a.route.Matches[s], exact: a.loc.exact})
+	for i, r := range l.rules {
+		for s := range r.matches {
+			choices = append(choices, choice{rule: i, match: &r.matches[s]})
 		}
-		writeLocationBody(&named, fmt.Sprintf("@agw_%s_%d", id, i), a.loc)
+		writeLocationBody(&named, fmt.Sprintf("@agw_%s_%d", id, i), ruleLocation(*l, r.backend))
 	}
-	slices.SortStableFunc(choices, precedence(l.matched))
 	var dispatch strings.Builder
 	for g := 0; g*pickGroup < len(choices); g++ {
 		group := choices[g*pickGroup : min((g+1)*pickGroup, len(choices))]
@@ -165,7 +129,7 @@ func (w *matchWriter) plan(l *location, host string) {
 		var source, keys strings.Builder
 		for i, c := range group {
 			source.WriteString("$" + w.set(c.match))
-			fmt.Fprintf(&keys, "    \"~^%s1\" @agw_%s_%d;\n", skip(i), id, c.alt)
+			fmt.Fprintf(&keys, "    \"~^%s1\" @agw_%s_%d;\n", skip(i), id, c.rule)
 		}
 		fmt.Fprintf(&w.http, "map \"%s\" $%s {\n    default \"\";\n%s}\n", source.String(), name, keys.String())
 		// One status per group, so each group's error_page names its
@@ -175,6 +139,15 @@ func (w *matchWriter) plan(l *location, host string) {
 	}
 	l.dispatch = dispatch.String()
 	l.named = named.String()
+}
+
+// ruleLocation is l, a location of a route with rules, as the named
+// location of a rule whose backend is backend: the route's settings, the
+// one backend (additionalBackends share only backendService's requests).
+func ruleLocation(l location, backend string) location {
+	t := *l.traffic
+	t.split = ""
+	return location{match: l.match, sortKey: l.sortKey, backend: backend, exact: l.exact, traffic: &t, rewrite: l.rewrite, route: l.route}
 }
 
 // skip is the regular expression of the first i sets' variables ("0" or
@@ -215,7 +188,7 @@ type condition struct {
 
 // conditions are m's conditions, in its order. The names and values were
 // checked by validation.ValidateRoute and are checked again by
-// checkMatches before any is written.
+// checkRules before any is written.
 func conditions(m *v1.RequestMatch) []condition {
 	var out []condition
 	for _, h := range m.Headers {
@@ -252,7 +225,7 @@ func (w *matchWriter) condition(c condition) string {
 		// A map would compare without case, so the server sets the
 		// variable, before any location is chosen: "=" in an if compares
 		// bytes, and the value is a quoted string no tenant character can
-		// end (checkMatches). Only set is inside this if.
+		// end (checkRules). Only set is inside this if.
 		w.serverDefined[name] = true
 		fmt.Fprintf(&w.server, "    set $%[1]s 0;\n    if ($%[2]s = \"%[3]s\") {\n        set $%[1]s 1;\n    }\n", name, c.variable, c.value)
 	}
@@ -266,22 +239,24 @@ func shortID(s string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// checkMatches refuses a match whose names or values the renderer would
+// checkRules refuses a match whose names or values the renderer would
 // have to escape: validation.ValidateRoute has checked them, and this is
 // the renderer's own second look, as for every string it writes. A name
 // becomes part of an nginx variable's name (letters, digits, '_'; '-' in
 // a header name, which nginx's $http_ reads as '_'), a value is a quoted
-// map key (nginxArgument).
-func checkMatches(r *v1.Route, fld *field.Path) field.ErrorList {
+// string (nginxArgument).
+func checkRules(r *v1.Route, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for i := range r.Matches {
-		mfld := fld.Index(i)
-		for _, c := range conditions(&r.Matches[i]) {
-			if !isVariableName(c.variable) {
-				errs = append(errs, field.Invalid(mfld, c.variable, "the renderer writes only names of letters, digits, '-' and '_' in a variable").WithOrigin(validation.RuleMatches))
-			}
-			if _, err := nginxArgument(c.value); err != nil {
-				errs = append(errs, field.Invalid(mfld, c.value, err.Error()).WithOrigin(validation.RuleMatches))
+	for i := range r.Rules {
+		for j := range r.Rules[i].Matches {
+			mfld := fld.Index(i).Child("matches").Index(j)
+			for _, c := range conditions(&r.Rules[i].Matches[j]) {
+				if !isVariableName(c.variable) {
+					errs = append(errs, field.Invalid(mfld, c.variable, "the renderer writes only names of letters, digits, '-' and '_' in a variable").WithOrigin(validation.RuleRules))
+				}
+				if _, err := nginxArgument(c.value); err != nil {
+					errs = append(errs, field.Invalid(mfld, c.value, err.Error()).WithOrigin(validation.RuleRules))
+				}
 			}
 		}
 	}
@@ -303,26 +278,27 @@ func isVariableName(s string) bool {
 	return true
 }
 
-// matchesBound bounds what r's matches add: in each of its locations, the
-// dispatch, its named location's opening, and its line in the pick map;
-// at http level, a map per condition (its variable and value) and per
-// set, and the bucket size.
-func matchesBound(r *v1.Route) (location, http int) {
-	if len(r.Matches) == 0 {
+// rulesBound bounds what r's rules add to a gateway whose Services' DNS
+// suffix is suffix bytes long, given location, the bound of one of r's
+// locations without rules: in each location, the dispatch and a named
+// location per rule (the location again, with the rule's backend); at
+// http level, a map per condition (its variable and value), per match,
+// and the pick map with a line per match.
+func rulesBound(r *v1.Route, location, suffix int) (perLocation, http int) {
+	if len(r.Rules) == 0 {
 		return 0, 0
 	}
-	// The dispatch (4 lines) and a 404 for a location no route without
-	// matches serves, the named location's braces, its pick map entries
-	// and the pick map's own lines (a location may be shared: counted for
-	// each route that is in it).
-	location = 12*lineBytes + 6*len(r.Matches)*lineBytes
-	http = 2 * lineBytes // the comment, and the pick map's braces
-	for i := range r.Matches {
-		conds := conditions(&r.Matches[i])
-		http += 4 * lineBytes // the set's map
-		for _, c := range conds {
-			http += 5*lineBytes + 2*len(c.variable) + len(c.value)
+	perLocation = 6 * lineBytes               // the dispatch, the 404
+	http = (1 + 3*routeLocations) * lineBytes // the comment, each pick map's braces
+	for i := range r.Rules {
+		rule := &r.Rules[i]
+		perLocation += location + lineBytes + backendBound(rule.BackendService.Name, suffix)
+		for j := range rule.Matches {
+			http += (4 + routeLocations) * lineBytes // the match's map, its line in each pick map
+			for _, c := range conditions(&rule.Matches[j]) {
+				http += 5*lineBytes + 2*len(c.variable) + len(c.value)
+			}
 		}
 	}
-	return location, http
+	return perLocation, http
 }

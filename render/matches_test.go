@@ -2,7 +2,8 @@ package render
 
 import (
 	"fmt"
-	"slices"
+	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,34 +14,41 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// maximalMatchesGateway has a route with the most matches the API allows,
-// every name and value at its longest and of every character its
-// alphabet has, beside a route without matches on the same path.
+// maximalMatchesGateway has a route with the most rules and matches the
+// API allows, every name and value at its longest and of every character
+// its alphabet has, and a route with rules and no backendService.
 func maximalMatchesGateway() *v1.APIGateway {
 	headerValue := strings.Repeat(`!#%&'()*+,-./:;<=>?@[]^_{|}~ aZ09`, 32)[:1023] + "x"
-	r := route("api.example.com", "/users/", v1.PathTypePrefix, "canary", 80)
-	for i := range 8 {
+	r := route("api.example.com", "/users/", v1.PathTypePrefix, "main", 80)
+	for i := range 32 {
 		var m v1.RequestMatch
 		for j := range 8 {
-			name := fmt.Sprintf("%d%d%s", i, j, strings.Repeat("a", 62))
+			name := fmt.Sprintf("%02d%d%s", i, j, strings.Repeat("a", 61))
 			m.Headers = append(m.Headers, v1.HeaderMatch{Name: v1.HTTPHeaderName(name), Type: v1.MatchExact, Value: v1.HTTPHeaderValue(headerValue)})
 			m.QueryParams = append(m.QueryParams, v1.QueryParamMatch{Name: v1.MatchName(name), Type: v1.MatchExact, Value: strings.Repeat("-._~!*(),/:@aZ9", 16)})
 			m.Cookies = append(m.Cookies, v1.CookieMatch{Name: v1.MatchName(name), Value: strings.Repeat("-._~!#&'()*+/:<=>?@^|aZ9", 11)[:256]})
 		}
 		m.Method = ptr.To(v1.HTTPMethod("PATCH"))
-		r.Matches = append(r.Matches, m)
+		if i%4 == 0 {
+			r.Rules = append(r.Rules, v1.RouteRule{BackendService: v1.BackendService{Name: v1.ServiceName(fmt.Sprintf("canary-%d", i/4)), Port: 80}})
+		}
+		r.Rules[i/4].Matches = append(r.Rules[i/4].Matches, m)
 	}
-	return gateway("maximal", route("api.example.com", "/users/", v1.PathTypePrefix, "main", 80), r)
+	onlyRules := route("api.example.com", "/orders", v1.PathTypeExact, "", 0)
+	onlyRules.BackendService = v1.BackendService{}
+	onlyRules.Rules = r.Rules[:1]
+	return gateway("maximal", r, onlyRules)
 }
 
 func TestRenderedMatchesPassNginx(t *testing.T) {
 	nginx := nginxBinary(t)
 	for name, gw := range map[string]*v1.APIGateway{
-		"maximal":              maximalMatchesGateway(),
-		"one path, 100 routes": shortMatchesGateway(),
-		"a path with matches only": gateway("only", func() v1.Route {
+		"maximal":               maximalMatchesGateway(),
+		"70 routes, most rules": shortMatchesGateway(),
+		"a route with rules only": gateway("only", func() v1.Route {
 			r := route("a.b", "/", v1.PathTypePrefix, "s", 1)
-			r.Matches = []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("GET"))}}
+			r.BackendService = v1.BackendService{}
+			r.Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("GET"))}}, BackendService: v1.BackendService{Name: "s", Port: 1}}}
 			return r
 		}()),
 	} {
@@ -71,7 +79,7 @@ func TestRenderMatchesRefusesHostileStrings(t *testing.T) {
 			var m v1.RequestMatch
 			set(&m)
 			r := route("api.example.com", "/", v1.PathTypePrefix, "s", 80)
-			r.Matches = []v1.RequestMatch{m}
+			r.Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{m}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
 			config, err := Config(gateway("hostile", r), Options{})
 			if err == nil {
 				// The harmless ones (text inside a quoted string) render,
@@ -79,41 +87,29 @@ func TestRenderMatchesRefusesHostileStrings(t *testing.T) {
 				assert.NotContains(t, config, "a"+s+"\"\n", "%s in the %s", name, slot)
 				continue
 			}
-			assert.Contains(t, err.Error(), "spec.routes[0].matches[0]", "%s in the %s", name, slot)
+			assert.Contains(t, err.Error(), "spec.routes[0].rules[0].matches[0]", "%s in the %s", name, slot)
 		}
 	}
 }
 
-// TestMatchPrecedence: on one path the sets are tried Exact route first,
-// then a method, more headers, more query parameters, more cookies, then
-// the spec's order and the set's.
-func TestMatchPrecedence(t *testing.T) {
+// TestRulesInOrder: a location tries its rules' matches in the rules'
+// order, then each rule's, and each rule has a named location with its
+// own backend, pooled when its Service has an address.
+func TestRulesInOrder(t *testing.T) {
 	get := ptr.To(v1.HTTPMethod("GET"))
-	h := func(n int) []v1.HeaderMatch {
-		var out []v1.HeaderMatch
-		for i := range n {
-			out = append(out, v1.HeaderMatch{Name: v1.HTTPHeaderName(fmt.Sprintf("X-%d", i)), Type: v1.MatchPresent})
-		}
-		return out
+	r := route("a.b", "/x", v1.PathTypeExact, "main", 80)
+	r.Rules = []v1.RouteRule{
+		{Matches: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "c", Value: "1"}}}}, BackendService: v1.BackendService{Name: "first", Port: 80}},
+		{Matches: []v1.RequestMatch{{Method: get}, {Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}}}}, BackendService: v1.BackendService{Name: "second", Port: 8080}},
 	}
-	q := []v1.QueryParamMatch{{Name: "q", Type: v1.MatchPresent}}
-	c := []v1.CookieMatch{{Name: "c", Value: "1"}}
-	alts := []alternative{
-		{index: 0, route: &v1.Route{Matches: []v1.RequestMatch{{Cookies: c}, {Headers: h(1)}}}},
-		{index: 1, route: &v1.Route{Matches: []v1.RequestMatch{{Headers: h(2)}, {Method: get}}}},
-		{index: 2, route: &v1.Route{Matches: []v1.RequestMatch{{QueryParams: q}, {Headers: h(1), QueryParams: q}}}},
-		{index: 3, loc: location{exact: true}, route: &v1.Route{Matches: []v1.RequestMatch{{Cookies: c}}}},
-	}
-	var choices []choice
-	for i, a := range alts {
-		for s := range a.route.Matches {
-			choices = append(choices, choice{alt: i, set: s, match: &a.route.Matches[s], exact: a.loc.exact})
-		}
-	}
-	slices.SortStableFunc(choices, precedence(alts))
-	var got []string
-	for _, c := range choices {
-		got = append(got, fmt.Sprintf("%d.%d", alts[c.alt].index, c.set))
-	}
-	assert.Equal(t, []string{"3.0", "1.1", "1.0", "2.1", "0.1", "2.0", "0.0"}, got)
+	config, err := Config(gateway("order", r), Options{ServiceAddresses: func(_, name string, _ int32) (netip.Addr, bool) {
+		return netip.MustParseAddr("10.0.0.1"), name == "second"
+	}})
+	require.NoError(t, err)
+	id := shortID("a.b\x00= \"/x\"")
+	pick := regexp.MustCompile(`(?s)map "(\$agw_s_[0-9a-f]+)(\$agw_s_[0-9a-f]+)(\$agw_s_[0-9a-f]+)" \$agw_p_` + id + `_0 \{\n    default "";\n    "~\^1" @agw_` + id + `_0;\n    "~\^\.\{1\}1" @agw_` + id + `_1;\n    "~\^\.\{2\}1" @agw_` + id + `_1;\n\}`)
+	require.Regexp(t, pick, config)
+	assert.Contains(t, config, "location @agw_"+id+"_0 {\n        set $backend \"first.shop.svc.cluster.local:80\";")
+	assert.Contains(t, config, "location @agw_"+id+"_1 {\n        set $backend \""+upstreamName("second", 8080)+"\";")
+	assert.Contains(t, config, "upstream "+upstreamName("second", 8080)+" {")
 }

@@ -138,12 +138,12 @@ type location struct {
 	// route is the route's name, quoted (routeName), with the access
 	// log on; "" with it off.
 	route string
-	// matched are the routes with matches on this location's path, tried
-	// before the route without (whose fields above are unset, traffic
-	// nil, when the path has none: the location then answers 404);
-	// dispatch and named are their lines at the location's top and their
-	// named locations (planMatches).
-	matched         []alternative
+	// rules are the route's rules, tried before its backendService;
+	// noFallback is set for a route without one, whose location answers
+	// 404 to what no rule takes. dispatch and named are the rules' lines
+	// at the location's top and their named locations (planMatches).
+	rules           []ruleTarget
+	noFallback      bool
 	dispatch, named string
 }
 
@@ -257,8 +257,8 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			errs = append(errs, trafficErrs...)
 			continue
 		}
-		if matchErrs := checkMatches(r.Route, routesPath.Index(r.Index).Child("matches")); len(matchErrs) > 0 {
-			errs = append(errs, matchErrs...)
+		if ruleErrs := checkRules(r.Route, routesPath.Index(r.Index).Child("rules")); len(ruleErrs) > 0 {
+			errs = append(errs, ruleErrs...)
 			continue
 		}
 		traffic = append(traffic, &t)
@@ -267,6 +267,7 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue
 		}
+		withRules(locs, r.Route, backendOf)
 		if m.AccessLog {
 			name, err := routeName(r.Route)
 			if err != nil {
@@ -281,7 +282,7 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			servers[string(r.Host)] = map[string]location{}
 		}
 		for _, l := range locs {
-			servers[string(r.Host)][l.match] = place(servers[string(r.Host)][l.match], l, r)
+			servers[string(r.Host)][l.match] = place(servers[string(r.Host)][l.match], l)
 		}
 	}
 	if len(errs) > 0 {
@@ -291,21 +292,31 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 }
 
 // place puts l, a location of route r, into slot, the location of its
-// match so far (the zero location when none). A route with matches joins
-// the slot's alternatives. Of routes without, an Exact route beats the
+// match so far (the zero location when none): an Exact route beats the
 // exact location a Prefix route adds; otherwise the first route in sorted
 // order keeps the location.
-func place(slot, l location, r Route) location {
-	if len(r.Matches) > 0 {
-		slot.match, slot.sortKey = l.match, l.sortKey
-		slot.matched = append(slot.matched, alternative{loc: l, route: r.Route, index: r.Index})
-		return slot
-	}
+func place(slot, l location) location {
 	if slot.traffic == nil || (l.exact && !slot.exact) {
-		l.matched = slot.matched
 		return l
 	}
 	return slot
+}
+
+// withRules gives r's locations its rules, each rule's backend named
+// as a route's is (backendOf: pooled when its Service has an address),
+// and marks them for a 404 when r has no backendService.
+func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int32) string) {
+	if len(r.Rules) == 0 {
+		return
+	}
+	targets := make([]ruleTarget, len(r.Rules))
+	for i, rule := range r.Rules {
+		targets[i] = ruleTarget{matches: rule.Matches, backend: backendOf(rule.BackendService.Name, int32(rule.BackendService.Port))}
+	}
+	for i := range locs {
+		locs[i].rules = targets
+		locs[i].noFallback = r.BackendService == (v1.BackendService{})
+	}
 }
 
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
@@ -317,9 +328,6 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	for _, locs := range servers {
 		for _, l := range locs {
 			used[l.traffic] = true
-			for _, a := range l.matched {
-				used[a.loc.traffic] = true
-			}
 		}
 	}
 	var b strings.Builder
@@ -603,9 +611,9 @@ func writeLocation(b *strings.Builder, l location) {
 }
 
 // writeLocationBody writes l as the location named by match (its own, or
-// a named location's "@..."): the route's name for the access log, the
-// dispatch to the routes with matches, then the route without, or 404
-// when the path has none.
+// a rule's named location's "@..."): the route's name for the access
+// log, the dispatch to the rules, then the route's backendService, or
+// 404 when it has none.
 func writeLocationBody(b *strings.Builder, match string, l location) {
 	fmt.Fprintf(b, "\n    location %s {\n", match)
 	if l.route != "" {
@@ -613,7 +621,7 @@ func writeLocationBody(b *strings.Builder, match string, l location) {
 		fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
 	}
 	b.WriteString(l.dispatch)
-	if l.traffic == nil {
+	if l.noFallback {
 		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)
 		return
 	}

@@ -1,11 +1,28 @@
 package v1
 
-// Request matching on a route (issue 34): what teams leaving ingress-nginx
-// did with canary-by-header, canary-by-header-value and canary-by-cookie,
-// in Gateway API's shape. A route without matches matches every request
-// for its host and path, as before; one with matches only the requests
-// one of its match sets accepts, and is tried before the route without
-// matches on the same path.
+// Request matching in a route's rules (issue 34): what teams leaving
+// ingress-nginx did with canary-by-header, canary-by-header-value and
+// canary-by-cookie, in Gateway API's shape (an HTTPRoute rule's matches
+// and backend, within one host and path). The rules sit inside the route,
+// not beside it: spec.routes is a list keyed by host, path and pathType,
+// and a route differing only in its conditions would be a duplicate.
+
+// RouteRule sends the requests one of its matches accepts to its
+// backend.
+type RouteRule struct {
+	// matches are alternatives: the rule takes a request when one of
+	// them holds. Up to 4.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=atomic
+	// +required
+	Matches []RequestMatch `json:"matches"`
+
+	// backendService is the Service, in the gateway's namespace, that
+	// receives the requests the rule takes.
+	// +required
+	BackendService BackendService `json:"backendService"`
+}
 
 // RequestMatch is one set of conditions on a request, all of which must
 // hold: each header, query parameter and cookie listed, and the method

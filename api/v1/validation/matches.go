@@ -1,8 +1,6 @@
 package validation
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,32 +10,50 @@ import (
 	v1 "example.com/apigateway-operator/api/v1"
 )
 
-// A route's matches (issue 34) narrow it to some requests. Their bounds,
-// patterns and enums are the v1 schema's (markers in
-// api/v1/match_types.go, read by rules); the renderer writes the names and
-// values into nginx.conf as map keys and variable names, so it calls this
-// check again. Header names are HTTPHeaderName, with the rules of the
-// header modifiers; query parameter and cookie names are MatchName, the
-// characters an nginx variable name may hold.
+// A route's rules (issue 34) send some of its requests to other backends
+// by conditions on them. Their bounds, patterns and enums are the v1
+// schema's (markers in api/v1/match_types.go, read by rules); the
+// renderer writes the names and values into nginx.conf as map keys and
+// variable names, so it calls this check again. Header names are
+// HTTPHeaderName, with the rules of the header modifiers; query parameter
+// and cookie names are MatchName, the characters an nginx variable name
+// may hold.
 
-var routeMatches = field.NewPath("matches")
+var routeRules = field.NewPath("rules")
 
 // exactOrPresentMessage is how the schema's rule on a header or query
 // parameter condition refuses a value that does not go with its type.
 const exactOrPresentMessage = "value is required with type Exact and not allowed with type Present"
 
-// validateMatches checks a route's match sets, each at its index under
-// fld.
-func validateMatches(ms []v1.RequestMatch, fld *field.Path) field.ErrorList {
+// validateRules checks a route's rules, each at its index under fld, and
+// that the route has somewhere to send a request: its backendService, or
+// rules (a route with rules and no backendService answers 404 to the
+// requests no rule takes).
+func validateRules(r *v1.Route, fld *field.Path) field.ErrorList {
 	limits := rules()
-	if len(ms) > limits.matches {
-		return field.ErrorList{field.TooMany(fld, len(ms), limits.matches).WithOrigin(RuleMatches)}
+	if len(r.Rules) > limits.rules {
+		return field.ErrorList{field.TooMany(fld, len(r.Rules), limits.rules).WithOrigin(RuleRules)}
 	}
 	var errs field.ErrorList
-	for i := range ms {
-		errs = append(errs, validateMatch(&ms[i], fld.Index(i))...)
+	for i := range r.Rules {
+		rule := &r.Rules[i]
+		rfld := fld.Index(i)
+		mfld := rfld.Child("matches")
+		switch {
+		case len(rule.Matches) == 0:
+			errs = append(errs, field.Required(mfld, "at least one match, such as {headers: [{name: X-Canary, type: Exact, value: always}]}").WithOrigin(RuleRules))
+		case len(rule.Matches) > limits.ruleMatches:
+			errs = append(errs, field.TooMany(mfld, len(rule.Matches), limits.ruleMatches).WithOrigin(RuleRules))
+		default:
+			for j := range rule.Matches {
+				errs = append(errs, validateMatch(&rule.Matches[j], mfld.Index(j)).WithOrigin(RuleRules)...)
+			}
+		}
+		bfld := rfld.Child("backendService")
+		errs = append(errs, validateBackendName(string(rule.BackendService.Name), bfld.Child("name"))...)
+		errs = append(errs, validateBackendPort(rule.BackendService.Port, bfld.Child("port"))...)
 	}
-	return errs.WithOrigin(RuleMatches)
+	return errs
 }
 
 func validateMatch(m *v1.RequestMatch, fld *field.Path) field.ErrorList {
@@ -136,37 +152,9 @@ func validateString(v string, fld *field.Path, rule stringRule, pattern string) 
 	return nil
 }
 
-// matchesKey is the part of a route's identity its matches make: "" for a
-// route without matches (its key is then what it was before matches
-// existed, so claims and the route index do not change), else " matches "
-// and 96 bits of the SHA-256 of the matches' normal form (matchesForm).
-// A digest keeps the key within the claims' bound whatever the matches
-// hold; two routes whose matches differ only in order, or in the case of
-// a name, have one key.
-func matchesKey(ms []v1.RequestMatch) string {
-	if len(ms) == 0 {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(matchesForm(ms)))
-	return " matches " + hex.EncodeToString(sum[:12])
-}
-
-// matchesForm is the normal form of a route's matches: each condition as
-// text with its name lower-cased (the gateway compares names without
-// case), sorted within its set, the sets sorted and each once.
-func matchesForm(ms []v1.RequestMatch) string {
-	sets := make([]string, 0, len(ms))
-	for _, m := range ms {
-		sets = append(sets, strings.Join(MatchConditions(&m), "\x00"))
-	}
-	slices.Sort(sets)
-	return strings.Join(slices.Compact(sets), "\x01")
-}
-
 // MatchConditions are m's conditions as text, sorted, such as
 // "header x-canary=always", "query debug present", "method GET",
-// "cookie session=beta": what the routes command shows and identity
-// compares.
+// "cookie session=beta": what the routes command shows.
 func MatchConditions(m *v1.RequestMatch) []string {
 	var out []string
 	cond := func(kind, name string, t v1.MatchType, value string) string {
@@ -191,13 +179,23 @@ func MatchConditions(m *v1.RequestMatch) []string {
 	return slices.Compact(out)
 }
 
-// MatchesString renders a route's matches for messages and the routes
-// command: each set's conditions joined by " and ", the sets by " or ";
-// "" without matches.
+// MatchesString renders matches for messages and the routes command:
+// each match's conditions joined by " and ", the matches by " or ".
 func MatchesString(ms []v1.RequestMatch) string {
 	sets := make([]string, len(ms))
 	for i := range ms {
 		sets[i] = strings.Join(MatchConditions(&ms[i]), " and ")
 	}
 	return strings.Join(sets, " or ")
+}
+
+// RulesString renders a route's rules for the routes command, in order,
+// each as its matches and its backend, such as
+// "header x-canary=always -> canary:8080"; "" without rules.
+func RulesString(rs []v1.RouteRule) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%s -> %s:%d", MatchesString(r.Matches), r.BackendService.Name, r.BackendService.Port)
+	}
+	return strings.Join(out, "; ")
 }

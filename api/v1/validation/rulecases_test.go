@@ -393,11 +393,15 @@ func headerCases(add addCase) {
 	matchCases(add)
 }
 
-// matchCases: each kind of condition of a route's matches, on both sides
-// of each bound and pattern, and the hostile strings in every slot.
+// matchCases: each kind of condition of a rule's matches, on both sides
+// of each bound and pattern, and the hostile strings in every slot; the
+// rules' own bounds and backends (ruleListCases).
 func matchCases(add addCase) {
+	canary := v1.BackendService{Name: "canary", Port: 8080}
 	set := func(m v1.RequestMatch) func(*ruleCase) {
-		return func(tc *ruleCase) { tc.route.Matches = []v1.RequestMatch{m} }
+		return func(tc *ruleCase) {
+			tc.route.Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{m}, BackendService: canary}}
+		}
 	}
 	header := func(n string, t v1.MatchType, v string) v1.RequestMatch {
 		return v1.RequestMatch{Headers: []v1.HeaderMatch{{Name: v1.HTTPHeaderName(n), Type: t, Value: v1.HTTPHeaderValue(v)}}}
@@ -469,8 +473,9 @@ func matchCases(add addCase) {
 		"an empty set":                 {ms: []v1.RequestMatch{{}}},
 		"8 of each":                    {ms: []v1.RequestMatch{many(8)}, valid: true},
 		"9 of each":                    {ms: []v1.RequestMatch{many(9)}},
-		"8 sets":                       {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 8), valid: true},
-		"9 sets":                       {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 9)},
+		"4 matches":                    {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 4), valid: true},
+		"5 matches":                    {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 5)},
+		"no match":                     {ms: nil},
 		"Exact header without a value": {ms: []v1.RequestMatch{header("X-A", v1.MatchExact, "")}},
 		"Present header with a value":  {ms: []v1.RequestMatch{header("X-A", v1.MatchPresent, "1")}},
 		"header type Regex":            {ms: []v1.RequestMatch{header("X-A", "RegularExpression", "1")}},
@@ -482,7 +487,45 @@ func matchCases(add addCase) {
 		"a query parameter twice":      {ms: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "a", Type: v1.MatchPresent}, {Name: "a", Type: v1.MatchPresent}}}}},
 		"every kind, two sets":         {ms: []v1.RequestMatch{many(2), {Method: &get, Cookies: []v1.CookieMatch{{Name: "a", Value: "1"}}}}, valid: true},
 	} {
-		add("matches", value, tc.valid, func(p *ruleCase) { p.route.Matches = tc.ms })
+		add("matches", value, tc.valid, func(p *ruleCase) {
+			p.route.Rules = []v1.RouteRule{{Matches: tc.ms, BackendService: canary}}
+		})
+	}
+	ruleListCases(add)
+}
+
+// ruleListCases: the number of rules, a rule's backend, and a route's
+// own backendService, which only a route with rules may leave out.
+func ruleListCases(add addCase) {
+	get := v1.HTTPMethod("GET")
+	rule := func(name string, port v1.PortNumber) v1.RouteRule {
+		return v1.RouteRule{Matches: []v1.RequestMatch{{Method: &get}}, BackendService: v1.BackendService{Name: v1.ServiceName(name), Port: port}}
+	}
+	for value, tc := range map[string]struct {
+		rules     []v1.RouteRule
+		noBackend bool
+		weighted  bool
+		valid     bool
+	}{
+		"8 rules":                                      {rules: slices.Repeat([]v1.RouteRule{rule("canary", 80)}, 8), valid: true},
+		"9 rules":                                      {rules: slices.Repeat([]v1.RouteRule{rule("canary", 80)}, 9)},
+		"a rule to backend port 0":                     {rules: []v1.RouteRule{rule("canary", 0)}},
+		"a rule to backend Canary":                     {rules: []v1.RouteRule{rule("Canary", 80)}},
+		"a rule without backend":                       {rules: []v1.RouteRule{rule("", 0)}},
+		"rules, no backendService":                     {rules: []v1.RouteRule{rule("canary", 80)}, noBackend: true, valid: true},
+		"no rules, no backendService":                  {noBackend: true},
+		"rules, additionalBackends, no backendService": {rules: []v1.RouteRule{rule("canary", 80)}, noBackend: true, weighted: true},
+		"rules, additionalBackends":                    {rules: []v1.RouteRule{rule("canary", 80)}, weighted: true, valid: true},
+	} {
+		add("rules", value, tc.valid, func(p *ruleCase) {
+			p.route.Rules = tc.rules
+			if tc.noBackend {
+				p.route.BackendService = v1.BackendService{}
+			}
+			if tc.weighted {
+				p.route.AdditionalBackends = []v1.WeightedBackend{{Name: "canary-2", Port: 80, Weight: 10}}
+			}
+		})
 	}
 }
 
@@ -566,10 +609,11 @@ func apiServerVerdict(t *testing.T, env *testenv.Env, gw *v1.APIGateway) []strin
 	// layer would judge.
 	route, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
 	require.NoError(t, err)
-	maps.Copy(route, map[string]any{
-		"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType),
-		"backendService": map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)},
-	})
+	maps.Copy(route, map[string]any{"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType)})
+	if r.BackendService != (v1.BackendService{}) {
+		// Set even when a part is empty, for the layers to judge it.
+		route["backendService"] = map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)}
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1.GroupVersion.String(), "kind": "APIGateway",
 		"metadata": map[string]any{"name": gw.Name, "namespace": gw.Namespace},

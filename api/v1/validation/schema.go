@@ -45,7 +45,7 @@ type schemaRules struct {
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
-	matches, matchHeaders, matchQueryParams, matchCookies                            int
+	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies               int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	matchTypes, methods                                                []string
@@ -89,9 +89,9 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerName:       c.stringRule(route+"requestHeaders.set[].name", true),
 		headerValue:      c.stringRule(route+"requestHeaders.set[].value", true),
 		maxBodySize:      c.stringRule(route+"maxBodySize", true),
-		matchName:        c.stringRule(route+"matches[].cookies[].name", true),
-		queryValue:       c.stringRule(route+"matches[].queryParams[].value", true),
-		cookieValue:      c.stringRule(route+"matches[].cookies[].value", true),
+		matchName:        c.stringRule(route+"rules[].matches[].cookies[].name", true),
+		queryValue:       c.stringRule(route+"rules[].matches[].queryParams[].value", true),
+		cookieValue:      c.stringRule(route+"rules[].matches[].cookies[].value", true),
 
 		routes:             c.maxItems("routes"),
 		tls:                c.maxItems("tls"),
@@ -103,17 +103,18 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerSet:          c.maxItems(route + "requestHeaders.set"),
 		headerAdd:          c.maxItems(route + "requestHeaders.add"),
 		headerRemove:       c.maxItems(route + "requestHeaders.remove"),
-		matches:            c.maxItems(route + "matches"),
-		matchHeaders:       c.maxItems(route + "matches[].headers"),
-		matchQueryParams:   c.maxItems(route + "matches[].queryParams"),
-		matchCookies:       c.maxItems(route + "matches[].cookies"),
+		rules:              c.maxItems(route + "rules"),
+		ruleMatches:        c.maxItems(route + "rules[].matches"),
+		matchHeaders:       c.maxItems(route + "rules[].matches[].headers"),
+		matchQueryParams:   c.maxItems(route + "rules[].matches[].queryParams"),
+		matchCookies:       c.maxItems(route + "rules[].matches[].cookies"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
 		exposureTypes:          c.enum("exposure.type"),
 		accessLogFormats:       c.enum("accessLog.format"),
-		matchTypes:             c.enum(route + "matches[].headers[].type"),
-		methods:                c.enum(route + "matches[].method"),
+		matchTypes:             c.enum(route + "rules[].matches[].headers[].type"),
+		methods:                c.enum(route + "rules[].matches[].method"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}
