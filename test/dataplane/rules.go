@@ -19,8 +19,8 @@ var RulesServices = []string{"main", "header", "cookie", "both"}
 // decisions (RuleRequests). On /users/ the route's backendService is
 // main, and three rules come first: a canary by header value, one by
 // cookie, one by a query parameter and the method together or a header
-// present; /beta has rules only, so a request none takes is answered 404
-// there. ports gives each Service's port.
+// present; /beta and /cookie have rules only, so a request none takes is
+// answered 404 there. ports gives each Service's port.
 func RulesRoutes(ports map[string]int32) []v1.Route {
 	backend := func(name string) v1.BackendService {
 		return v1.BackendService{Name: v1.ServiceName(name), Port: v1.PortNumber(ports[name])}
@@ -35,9 +35,12 @@ func RulesRoutes(ports map[string]int32) []v1.Route {
 		}, BackendService: backend("both")},
 	}}
 	beta := v1.Route{Host: RulesHost, Path: "/beta", PathType: v1.PathTypeExact, Rules: []v1.RouteRule{
-		{Matches: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "beta", Type: v1.MatchPresent}}}}, BackendService: backend("header")},
+		{Matches: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "beta", Type: v1.MatchExact, Value: "on"}}}}, BackendService: backend("header")},
 	}}
-	return []v1.Route{users, beta}
+	cookie := v1.Route{Host: RulesHost, Path: "/cookie", PathType: v1.PathTypeExact, Rules: []v1.RouteRule{
+		{Matches: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}}}, BackendService: backend("cookie")},
+	}}
+	return []v1.Route{users, beta, cookie}
 }
 
 // RuleRequest is a request to a gateway of RulesRoutes and its answer.
@@ -49,9 +52,13 @@ type RuleRequest struct {
 	// Broader says why an HTTPRoute with the same rules passes the
 	// request on to the gateway although the gateway answers it 404: a
 	// condition Gateway API cannot state (a cookie; a header or query
-	// parameter present but empty), which the HTTPRoute leaves out, so
-	// the gateway's nginx decides.
+	// parameter that need only be present), which the HTTPRoute leaves
+	// out, so the gateway's nginx decides.
 	Broader string
+	// Narrower says why the Gateway answers 404 itself to a request the
+	// gateway would serve: a query parameter's name in another case
+	// (nginx compares names without case, Gateway API exactly).
+	Narrower string
 }
 
 // RuleRequests are requests to RulesRoutes, each condition on both sides
@@ -77,9 +84,15 @@ func RuleRequests() map[string]RuleRequest {
 		"two rules take it: the first wins":     {Method: post, Target: "/users/1?debug=1", Header: http.Header{"X-Canary": {"always; {x}"}}, Service: "header"},
 		"two rules take it: the cookie's first": {Target: "/users/1", Header: http.Header{"X-Debug": {"1"}, "Cookie": {"session=beta"}}, Service: "cookie"},
 		"the exact location of the prefix":      {Target: "/users", Header: http.Header{"Cookie": {"session=beta"}}, Service: "cookie"},
-		"rules only: taken":                     {Target: "/beta?beta=1", Service: "header"},
-		"rules only: none holds":                {Target: "/beta?alpha=1"},
-		"rules only: the parameter empty":       {Target: "/beta?beta=", Broader: "a query parameter present but empty"},
-		"rules only: another path":              {Target: "/beta/1?beta=1"},
+		"rules only: taken":                     {Target: "/beta?beta=on", Service: "header"},
+		"rules only: none holds":                {Target: "/beta?alpha=on"},
+		"rules only: another value":             {Target: "/beta?beta=off"},
+		"rules only: the parameter empty":       {Target: "/beta?beta="},
+		"rules only: the value's case":          {Target: "/beta?beta=ON"},
+		"rules only: another path":              {Target: "/beta/1?beta=on"},
+		"rules only: the name's case":           {Target: "/beta?BETA=on", Service: "header", Narrower: "a query parameter's name in another case"},
+		"rules only: a method":                  {Method: post, Target: "/beta?beta=on", Service: "header"},
+		"rules only, by cookie: taken":          {Target: "/cookie", Header: http.Header{"Cookie": {"session=beta"}}, Service: "cookie"},
+		"rules only, by cookie: none holds":     {Target: "/cookie", Header: http.Header{"Cookie": {"session=alpha"}}, Broader: "a cookie"},
 	}
 }
