@@ -45,7 +45,7 @@ type schemaRules struct {
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
-	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies               int
+	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	matchTypes, methods                                                []string
