@@ -19,15 +19,20 @@ const maxQuoted = 100
 func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
 	var w []string
 	warned := map[v1.BackendService]bool{}
-	for i, r := range routes {
-		b := r.BackendService
+	warn := func(b v1.BackendService, field string) {
 		have, exists := ports[string(b.Name)]
 		if !exists || slices.Contains(have, int32(b.Port)) || warned[b] {
-			continue
+			return
 		}
 		warned[b] = true
-		w = append(w, fmt.Sprintf("spec.routes[%d].backendService: Service %s has no port %d (its ports: %s)",
-			i, warningQuoted(string(b.Name)), b.Port, portList(have)))
+		w = append(w, fmt.Sprintf("%s: Service %s has no port %d (its ports: %s)",
+			field, warningQuoted(string(b.Name)), b.Port, portList(have)))
+	}
+	for i, r := range routes {
+		warn(r.BackendService, fmt.Sprintf("spec.routes[%d].backendService", i))
+		for j, rule := range r.Rules {
+			warn(rule.BackendService, fmt.Sprintf("spec.routes[%d].rules[%d].backendService", i, j))
+		}
 	}
 	return w
 }

@@ -173,7 +173,7 @@ func backendServiceNames(obj client.Object) []string {
 	}
 	var out []string
 	add := func(name v1.ServiceName) {
-		if !slices.Contains(out, string(name)) {
+		if name != "" && !slices.Contains(out, string(name)) {
 			out = append(out, string(name))
 		}
 	}
@@ -181,6 +181,9 @@ func backendServiceNames(obj client.Object) []string {
 		add(r.BackendService.Name)
 		for _, b := range r.AdditionalBackends {
 			add(b.Name)
+		}
+		for _, rule := range r.Rules {
+			add(rule.BackendService.Name)
 		}
 	}
 	return out

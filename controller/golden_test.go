@@ -78,8 +78,29 @@ func testGateways() map[string]*v1.APIGateway {
 		route("www.example.com", "/", v1.PathTypePrefix, "web", 80),
 		route("*.apps.example.com", "/api/", v1.PathTypePrefix, "api", 8080),
 		route("api.example.com", "/v1/status", v1.PathTypeExact, "status", 9000),
-		route("api.example.com", "/caf%C3%A9/", v1.PathTypePrefix, "cafe", 8080))
+		route("api.example.com", "/caf%C3%A9/", v1.PathTypePrefix, "cafe", 8080),
+		// Rules: with a backendService, the path alone; with rules only,
+		// a match per match Gateway API can state; with a cookie, which
+		// it cannot, the path alone.
+		withRules(route("api.example.com", "/canary/", v1.PathTypePrefix, "stable", 80), false,
+			v1.RequestMatch{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}}),
+		withRules(route("api.example.com", "/beta", v1.PathTypeExact, "", 0), true,
+			v1.RequestMatch{Headers: []v1.HeaderMatch{{Name: "X-Beta", Type: v1.MatchExact, Value: "1"}, {Name: "X-Seen", Type: v1.MatchPresent}}, Method: ptr.To[v1.HTTPMethod]("GET")},
+			v1.RequestMatch{QueryParams: []v1.QueryParamMatch{{Name: "beta", Type: v1.MatchExact, Value: "on"}}}),
+		withRules(route("api.example.com", "/cookie", v1.PathTypeExact, "", 0), true,
+			v1.RequestMatch{Method: ptr.To[v1.HTTPMethod]("GET")},
+			v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}}))
 	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare, "httproute": httpRoute}
+}
+
+// withRules gives r a rule of matches to Service canary, and leaves out
+// its backendService when rulesOnly.
+func withRules(r v1.Route, rulesOnly bool, matches ...v1.RequestMatch) v1.Route {
+	r.Rules = []v1.RouteRule{{Matches: matches, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+	if rulesOnly {
+		r.BackendService = v1.BackendService{}
+	}
+	return r
 }
 
 // TestRenderConfigGolden pins the configuration of each of the renderer's

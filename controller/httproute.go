@@ -87,19 +87,19 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 
 // httpRouteRules match paths, all to Service N port 80, in at most 16
 // rules. A rule's matches are alternatives and every rule has the same
-// backend, so how paths are shared out over rules changes no request's
-// route, only the rule's timeouts: paths whose routes set timeouts go to
-// rules of their request timeout (ruleGroups), the others to rules
-// without one. Within a group, one rule per path while they fit, else
-// several paths a rule, in order (ruleSize). 100 paths (the most a
-// gateway has) fit Gateway API's 128 matches.
+// backend, so how matches are shared out over rules changes no request's
+// route, only the rule's timeouts: the matches of paths whose routes set
+// timeouts go to rules of their request timeout (ruleGroups), the others
+// to rules without one. Within a group, one rule per match while they
+// fit, else several matches a rule, in order (ruleSize). A path's
+// matches (httpMatches) are at most 128 in all, Gateway API's bound.
 //
 // The backend's group, kind and weight are the schema's defaults, spelt
 // out: rules is an atomic list, so the operator owns it whole, defaults
 // included, and what it last applied would otherwise never equal what it
 // wants (every reconcile would apply again).
 func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
-	groups := ruleGroups(paths)
+	groups := ruleGroups(httpMatches(paths))
 	perRule := ruleSize(groups)
 	var rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
 	for _, g := range groups {
@@ -110,10 +110,8 @@ func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPR
 				WithName(gatewayv1.ObjectName(gw.Name)).
 				WithPort(servicePort).
 				WithWeight(1))
-			for _, p := range g.paths[start:min(start+perRule, len(g.paths))] {
-				rule.WithMatches(gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().
-					WithType(httpPathType(p.pathType)).
-					WithValue(httpRoutePath(p.path))))
+			for _, m := range g.paths[start:min(start+perRule, len(g.paths))] {
+				rule.WithMatches(httpRouteMatch(m))
 			}
 			if g.seconds > 0 {
 				rule.WithTimeouts(gatewayv1ac.HTTPRouteTimeouts().WithRequest(gatewayDuration(g.seconds)))
@@ -124,11 +122,123 @@ func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPR
 	return rules
 }
 
+// maxHTTPRouteMatches is Gateway API's bound on the matches of one
+// HTTPRoute, all its rules together.
+const maxHTTPRouteMatches = 128
+
+// httpMatch is one match of an HTTPRoute: a path, and the conditions of
+// one match of a rule of the path's route (nil: the path alone).
+type httpMatch struct {
+	ingressPath
+	conditions *v1.RequestMatch
+}
+
+// httpMatches are the HTTPRoute matches of paths. The gateway's nginx
+// decides every request the HTTPRoute passes it (it has the same rules),
+// so an HTTPRoute match may take more requests than the route, never
+// fewer: a path whose route has a backendService takes every request
+// (nginx sends the ones no rule takes there), and so does one whose
+// rules hold a match Gateway API cannot state (gatewayConditions). A
+// route with rules only gets a match per match of its rules, with its
+// path, while the HTTPRoute stays within 128; past that, the path alone
+// (nginx then answers 404 to what no rule takes, where the Gateway would
+// have answered it). Such a path's requests no rule takes can then reach
+// another HTTPRoute of the Gateway with a shorter path: the Gateway, not
+// nginx, decides there (README).
+func httpMatches(paths []ingressPath) []httpMatch {
+	expanded := make([][]httpMatch, len(paths))
+	total := len(paths)
+	for i, p := range paths {
+		expanded[i] = []httpMatch{{ingressPath: p}}
+		ms := ruleMatches(p.route.Route)
+		if len(ms) == 0 || total-1+len(ms) > maxHTTPRouteMatches {
+			continue
+		}
+		total += len(ms) - 1
+		expanded[i] = expanded[i][:0]
+		for _, m := range ms {
+			expanded[i] = append(expanded[i], httpMatch{ingressPath: p, conditions: m})
+		}
+	}
+	var out []httpMatch
+	for _, e := range expanded {
+		out = append(out, e...)
+	}
+	return out
+}
+
+// ruleMatches are the matches of r's rules in Gateway API's terms
+// (gatewayConditions), in order; none when r takes every request of its
+// path: r has a backendService, or a match whose conditions Gateway API
+// cannot state at all.
+func ruleMatches(r *v1.Route) []*v1.RequestMatch {
+	if r == nil || r.BackendService != (v1.BackendService{}) {
+		return nil
+	}
+	var out []*v1.RequestMatch
+	for i := range r.Rules {
+		for j := range r.Rules[i].Matches {
+			m := gatewayConditions(&r.Rules[i].Matches[j])
+			if m == nil {
+				return nil
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// gatewayConditions is m without the conditions Gateway API's standard
+// channel has no match for: a header or query parameter that need only
+// be present (that would take a regular expression, whose support is
+// implementation-specific), and cookies; nil when no condition is left.
+func gatewayConditions(m *v1.RequestMatch) *v1.RequestMatch {
+	out := &v1.RequestMatch{Method: m.Method}
+	for _, h := range m.Headers {
+		if h.Type == v1.MatchExact {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	for _, q := range m.QueryParams {
+		if q.Type == v1.MatchExact {
+			out.QueryParams = append(out.QueryParams, q)
+		}
+	}
+	if out.Method == nil && len(out.Headers) == 0 && len(out.QueryParams) == 0 {
+		return nil
+	}
+	return out
+}
+
+// httpRouteMatch writes m: its path, and its exact headers, exact query
+// parameters and method (types spelt out, as for the backend).
+func httpRouteMatch(m httpMatch) *gatewayv1ac.HTTPRouteMatchApplyConfiguration {
+	out := gatewayv1ac.HTTPRouteMatch().WithPath(gatewayv1ac.HTTPPathMatch().
+		WithType(httpPathType(m.pathType)).
+		WithValue(httpRoutePath(m.path)))
+	c := m.conditions
+	if c == nil {
+		return out
+	}
+	for _, h := range c.Headers {
+		out.WithHeaders(gatewayv1ac.HTTPHeaderMatch().WithType(gatewayv1.HeaderMatchExact).
+			WithName(gatewayv1.HTTPHeaderName(h.Name)).WithValue(string(h.Value)))
+	}
+	for _, q := range c.QueryParams {
+		out.WithQueryParams(gatewayv1ac.HTTPQueryParamMatch().WithType(gatewayv1.QueryParamMatchExact).
+			WithName(gatewayv1.HTTPHeaderName(q.Name)).WithValue(q.Value))
+	}
+	if c.Method != nil {
+		out.WithMethod(gatewayv1.HTTPMethod(*c.Method))
+	}
+	return out
+}
+
 // ruleGroup is paths whose rules share a request timeout, in seconds; 0
 // for paths whose routes set no timeouts, which get none.
 type ruleGroup struct {
 	seconds int32
-	paths   []ingressPath
+	paths   []httpMatch
 }
 
 // ruleGroups groups paths by the request timeout of the route nginx
@@ -142,7 +252,7 @@ type ruleGroup struct {
 // still waits for. Paths without timeouts are never merged into a group
 // that has one: their Gateway keeps its own default, as before timeouts
 // existed.
-func ruleGroups(paths []ingressPath) []ruleGroup {
+func ruleGroups(paths []httpMatch) []ruleGroup {
 	seconds := make([]int32, len(paths))
 	var distinct []int32
 	for i, p := range paths {

@@ -23,6 +23,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation"
+	"example.com/apigateway-operator/test/dataplane"
 )
 
 // gatewayController is the controllerName the tests write HTTPRoute
@@ -290,6 +291,30 @@ func TestHundredPathsFitOneHTTPRoute(t *testing.T) {
 	waitHTTPRoutes(t, gw, map[string][]string{"many.example.com": want})
 	waitObserved(t, gw)
 	waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+}
+
+// TestRulesReachTheHTTPRoute: routes with rules, some of them the most
+// matches an HTTPRoute holds, make an HTTPRoute Gateway API's schema
+// accepts, its matches carrying their headers, query parameters and
+// method.
+func TestRulesReachTheHTTPRoute(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "httproute-rules")
+	routes := dataplane.RulesRoutes(map[string]int32{"main": 80, "header": 80, "cookie": 80, "both": 80})
+	gw := createHTTPRouteGateway(t, ns, "rules", []v1.ParentGatewayReference{{Name: "public"}}, routes...)
+	waitObserved(t, gw)
+	waitCondition(t, gw, v1.ConditionDegraded, "False", ReasonChildrenApplied)
+	stored := &gatewayv1.HTTPRoute{}
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: HTTPRouteName(gw, dataplane.RulesHost)}, stored))
+	var conditions []string
+	for _, rule := range stored.Spec.Rules {
+		for _, m := range rule.Matches {
+			for _, q := range m.QueryParams {
+				conditions = append(conditions, *m.Path.Value+"?"+string(q.Name)+"="+q.Value)
+			}
+		}
+	}
+	assert.Equal(t, []string{"/beta?beta=on"}, conditions)
 }
 
 // TestGarbageCollectorDeletesTheHTTPRoutes: with the real garbage

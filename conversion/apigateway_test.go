@@ -124,6 +124,39 @@ func TestV1ToV1alpha1(t *testing.T) {
 			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"accessLog":{"format":"JSON"}}}`},
 				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/", "api", 80)}}),
 		},
+		// Rules are v1-only: they ride in the annotation, each rule with
+		// its backend (only the route's own backendService is v1alpha1's),
+		// and a route without backendService reads as an empty Service
+		// name and port 0 in v1alpha1, and back as none.
+		"routes with rules, one without backendService": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes: []v1.Route{
+					func() v1.Route {
+						r := hubRoute("api.example.com", "/users/", v1.PathTypePrefix, "users", 80)
+						r.Rules = []v1.RouteRule{{
+							Matches:        []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}}},
+							BackendService: v1.BackendService{Name: "canary", Port: 8080},
+						}}
+						return r
+					}(),
+					func() v1.Route {
+						r := hubRoute("api.example.com", "/beta", v1.PathTypeExact, "", 0)
+						r.Rules = []v1.RouteRule{{
+							Matches:        []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}, Method: ptr.To[v1.HTTPMethod]("GET")}},
+							BackendService: v1.BackendService{Name: "beta", Port: 80},
+						}}
+						return r
+					}(),
+				},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"routes":[` +
+				`{"host":"api.example.com","path":"/users/","pathType":"Prefix","rules":[{"backendService":{"name":"canary","port":8080},"matches":[{"headers":[{"name":"X-Canary","type":"Exact","value":"always"}]}]}]},` +
+				`{"host":"api.example.com","path":"/beta","pathType":"Exact","rules":[{"backendService":{"name":"beta","port":80},"matches":[{"cookies":[{"name":"session","value":"beta"}],"method":"GET"}]}]}]}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
+					alphaRoute("api.example.com", "/users/", "users", 80),
+					alphaRoute("api.example.com", "/beta", "", 0),
+				}}),
+		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},

@@ -37,6 +37,12 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(p *v1.PathType, c randfill.Continue) {
 			*p = []v1.PathType{v1.PathTypePrefix, v1.PathTypeExact, ""}[c.Intn(3)]
 		},
+		func(t *v1.MatchType, c randfill.Continue) {
+			*t = []v1.MatchType{v1.MatchExact, v1.MatchPresent}[c.Intn(2)]
+		},
+		func(m *v1.HTTPMethod, c randfill.Continue) {
+			*m = []v1.HTTPMethod{"GET", "POST", "PATCH"}[c.Intn(3)]
+		},
 		func(u *v1.ConfigUpdateStrategy, c randfill.Continue) {
 			*u = []v1.ConfigUpdateStrategy{v1.ConfigUpdateReload, v1.ConfigUpdateRollout, ""}[c.Intn(3)]
 		},

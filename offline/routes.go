@@ -39,6 +39,9 @@ type RouteRow struct {
 	Host     string      `json:"host"`
 	Path     string      `json:"path"`
 	PathType v1.PathType `json:"pathType"`
+	// Rules send some of the route's requests to other backends
+	// (routes[].rules), in order, before Backends.
+	Rules []v1.RouteRule `json:"rules,omitempty"`
 	// Gateway is the APIGateway, as namespace/name; Index is the route's
 	// index in its spec.routes.
 	Gateway string `json:"gateway"`
@@ -47,8 +50,9 @@ type RouteRow struct {
 	// (validation.RouteScopes): its ingress class, quoted, "default", or
 	// each parent Gateway as "gateway namespace/name".
 	Scopes []string `json:"scopes"`
-	// Backends receive the requests: backendService first, with the share
-	// additionalBackends leave it, then each of those with its weight.
+	// Backends receive the requests no rule takes: backendService first,
+	// with the share additionalBackends leave it, then each of those with
+	// its weight; none for a route without backendService (404).
 	Backends      []WeightedBackend `json:"backends"`
 	Timeouts      *v1.RouteTimeouts `json:"timeouts,omitempty"`
 	RewritePrefix string            `json:"rewritePrefix,omitempty"`
@@ -226,15 +230,18 @@ func competingGroups(gws []*v1.APIGateway) [][]int {
 // routeRow is gw's route j as served by gw.
 func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	r := &gw.Spec.Routes[j]
-	rest := int32(100)
-	backends := []WeightedBackend{{Name: string(r.BackendService.Name), Port: int32(r.BackendService.Port)}}
-	for _, b := range r.AdditionalBackends {
-		backends = append(backends, WeightedBackend{Name: string(b.Name), Port: int32(b.Port), Weight: b.Weight})
-		rest -= b.Weight
+	var backends []WeightedBackend
+	if r.BackendService != (v1.BackendService{}) {
+		rest := int32(100)
+		backends = []WeightedBackend{{Name: string(r.BackendService.Name), Port: int32(r.BackendService.Port)}}
+		for _, b := range r.AdditionalBackends {
+			backends = append(backends, WeightedBackend{Name: string(b.Name), Port: int32(b.Port), Weight: b.Weight})
+			rest -= b.Weight
+		}
+		backends[0].Weight = max(rest, 0)
 	}
-	backends[0].Weight = max(rest, 0)
 	return RouteRow{
-		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType,
+		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
 		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
 		Served: true,
@@ -295,12 +302,27 @@ func compareServed(a, b RouteRow) int {
 
 func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
-// WriteRouteTable prints rows as an aligned table, one line a route.
+// WriteRouteTable prints rows as an aligned table, one line a route. A
+// RULES column follows TYPE when some route has rules: each rule's
+// matches (a match's conditions joined by "and", the matches by "or")
+// and "->" its backend, the rules joined by "; ", "-" for a route
+// without; BACKENDS then shows what no rule takes, "-" (404) for none.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\tGATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
+	withRules := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Rules) > 0 })
+	rules := func(r RouteRow) string {
+		if !withRules {
+			return ""
+		}
+		return orDash(validation.RulesString(r.Rules)) + "\t"
+	}
+	header := "HOST\tPATH\tTYPE\t"
+	if withRules {
+		header += "RULES\t"
+	}
+	fmt.Fprintln(tw, header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, r.Gateway,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, rules(r), r.Gateway,
 			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), statusText(r))
 	}
 	return tw.Flush()
@@ -309,6 +331,9 @@ func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 // backendsText is "user-service:8080" for one backend, and each with its
 // share for several: "user-service:8080 80%, canary:8080 20%".
 func backendsText(bs []WeightedBackend) string {
+	if len(bs) == 0 {
+		return "-"
+	}
 	if len(bs) == 1 {
 		return fmt.Sprintf("%s:%d", bs[0].Name, bs[0].Port)
 	}

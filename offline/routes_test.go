@@ -237,3 +237,41 @@ api.example.com  /users   Prefix  shop/later  old:80                            
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(raw), `"served":false,"heldBy":"shop/gw","reason":"RouteConflict"`), "%s", raw)
 }
+
+// TestRouteTableRules: a route with rules shows them in order, each with
+// its backend, and BACKENDS what no rule takes ("-" for a route without
+// backendService); the rules are not part of what a route competes on:
+// another gateway's route on the same path, with other rules or none,
+// loses to the first.
+func TestRouteTableRules(t *testing.T) {
+	main := rt("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080)
+	main.Rules = []v1.RouteRule{
+		{
+			Matches: []v1.RequestMatch{
+				{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}},
+				{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}, Method: ptr.To(v1.HTTPMethod("GET"))},
+			},
+			BackendService: v1.BackendService{Name: "canary", Port: 8080},
+		},
+		{Matches: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "debug", Type: v1.MatchPresent}}}}, BackendService: v1.BackendService{Name: "debug", Port: 80}},
+	}
+	onlyRules := rt("api.example.com", "/orders/", v1.PathTypePrefix, "", 0)
+	onlyRules.BackendService = v1.BackendService{}
+	onlyRules.Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("POST"))}}, BackendService: v1.BackendService{Name: "orders", Port: 80}}}
+	rows := Routes([]v1.APIGateway{
+		agw("shop", "gw", main, onlyRules),
+		agw("shop", "later", rt("api.example.com", "/users/", v1.PathTypePrefix, "other", 80)),
+	}, RouteOptions{})
+
+	var b bytes.Buffer
+	require.NoError(t, WriteRouteTable(&b, rows))
+	want := `HOST             PATH      TYPE    RULES                                                                                                         GATEWAY     BACKENDS           TIMEOUTS  REWRITE  STATUS
+api.example.com  /orders/  Prefix  method POST -> orders:80                                                                                      shop/gw     -                  -         -        served
+api.example.com  /users/   Prefix  header x-canary=always or cookie session=beta and method GET -> canary:8080; query debug present -> debug:80  shop/gw     user-service:8080  -         -        served, contested by shop/later
+api.example.com  /users/   Prefix  -                                                                                                             shop/later  other:80           -         -        lost to shop/gw (RouteConflict)
+`
+	assert.Equal(t, want, b.String())
+	raw, err := json.Marshal(rows[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"rules":[{"matches":[{"headers":[{"name":"X-Canary","type":"Exact","value":"always"}]},{"method":"GET","cookies":[{"name":"session","value":"beta"}]}],"backendService":{"name":"canary","port":8080}},`)
+}

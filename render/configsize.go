@@ -93,10 +93,14 @@ func (m *Gateway) sizeBound() int {
 		}
 		total += routeSizeBound(r, ns+len(m.ClusterDomain))
 		if m.AccessLog {
-			// Each location's "set" of the route's name (validation.RouteMatch).
-			total += routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
+			// Each location's "set" of the route's name
+			// (validation.RouteMatch), and each rule's named location's.
+			total += (1 + len(r.Rules)) * routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
 		}
 		backends[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
+		for _, rule := range r.Rules {
+			backends[backendKey{rule.BackendService.Name, rule.BackendService.Port}] = struct{}{}
+		}
 		for _, b := range r.AdditionalBackends {
 			backends[backendKey{b.Name, b.Port}] = struct{}{}
 		}
@@ -121,9 +125,11 @@ func routeSizeBound(r *v1.Route, suffix int) int {
 	// proxy_pass, "set $backend" (the backend's line), and the route's
 	// directives.
 	location := 3*lineBytes + 2*path + backendBound(r.BackendService.Name, suffix) + directives
+	ruleLocations, ruleHTTP := rulesBound(r, location, suffix)
+	location += ruleLocations
 	// The http-level blocks: the comment naming the match, and the
 	// settings' blocks.
-	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks
+	http := lineBytes + len(r.PathType) + len(r.Host) + path + blocks + ruleHTTP
 	return routeLocations*location + http
 }
 

@@ -30,6 +30,7 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 		"100 routes of one-letter headers": shortHeadersGateway(),
 		"wildcard hosts, root rewrites":    wildcardRootGateway(),
 		"one route, shortest names":        gateway("g", route("a.b", "/", v1.PathTypePrefix, "s", 1)),
+		"70 routes, most rules":            shortMatchesGateway(),
 	}
 	for name, gw := range fixtures {
 		t.Run(name, func(t *testing.T) { checkBound(t, gw) })
@@ -151,8 +152,76 @@ func randomGateway(r *rand.Rand) *v1.APIGateway {
 	return gw
 }
 
-// randomTraffic gives rt each traffic setting with probability 1/2.
+// shortMatchesGateway has 70 Prefix routes, each with the most rules and
+// matches the API allows, each match one short condition: the dispatch's
+// and the named locations' fixed text outweighs the tenant's strings as
+// far as it can (100 such routes are past MaxConfigBytes: admission
+// refuses them by size).
+func shortMatchesGateway() *v1.APIGateway {
+	gw := gateway("m")
+	gw.Namespace = "n"
+	for i := range 70 {
+		r := route("a.b", fmt.Sprintf("/%d", i), v1.PathTypePrefix, "s", 1)
+		for j := range 8 {
+			rule := v1.RouteRule{BackendService: v1.BackendService{Name: "s", Port: 1}}
+			for k := range 4 {
+				rule.Matches = append(rule.Matches, v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: v1.MatchName(fmt.Sprintf("c%d", i)), Value: fmt.Sprint(j*4 + k)}}})
+			}
+			r.Rules = append(r.Rules, rule)
+		}
+		gw.Spec.Routes = append(gw.Spec.Routes, r)
+	}
+	return gw
+}
+
+// randomMatches gives rt, with probability 1/3, up to 3 rules of up to 3
+// matches of up to 3 conditions each, and then leaves out its
+// backendService with probability 1/3.
+func randomMatches(r *rand.Rand, rt *v1.Route) {
+	if r.Intn(3) != 0 {
+		return
+	}
+	for i := range 1 + r.Intn(3) {
+		rt.Rules = append(rt.Rules, v1.RouteRule{
+			Matches:        randomRuleMatches(r),
+			BackendService: v1.BackendService{Name: v1.ServiceName(fmt.Sprintf("rule-%d", i)), Port: 8080},
+		})
+	}
+	if r.Intn(3) == 0 && len(rt.AdditionalBackends) == 0 {
+		rt.BackendService = v1.BackendService{}
+	}
+}
+
+func randomRuleMatches(r *rand.Rand) []v1.RequestMatch {
+	var ms []v1.RequestMatch
+	for range 1 + r.Intn(3) {
+		var m v1.RequestMatch
+		for k := range 1 + r.Intn(3) {
+			name := fmt.Sprintf("n%d%s", k, strings.Repeat("x", r.Intn(60)))
+			switch r.Intn(4) {
+			case 0:
+				h := v1.HeaderMatch{Name: v1.HTTPHeaderName(name), Type: v1.MatchPresent}
+				if r.Intn(2) == 0 {
+					h.Type, h.Value = v1.MatchExact, v1.HTTPHeaderValue(strings.Repeat("v", 1+r.Intn(1024)))
+				}
+				m.Headers = append(m.Headers, h)
+			case 1:
+				m.QueryParams = append(m.QueryParams, v1.QueryParamMatch{Name: v1.MatchName(name), Type: v1.MatchExact, Value: strings.Repeat("q", 1+r.Intn(256))})
+			case 2:
+				m.Method = ptr.To(v1.HTTPMethod("DELETE"))
+			default:
+				m.Cookies = append(m.Cookies, v1.CookieMatch{Name: v1.MatchName(name), Value: strings.Repeat("c", 1+r.Intn(256))})
+			}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// randomTraffic gives rt each traffic setting with probability 1/2, and
+// rules with probability 1/3.
 func randomTraffic(r *rand.Rand, rt *v1.Route) {
+	defer randomMatches(r, rt)
 	if r.Intn(2) == 0 {
 		left := int32(100)
 		for range r.Intn(8) {

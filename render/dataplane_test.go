@@ -160,7 +160,7 @@ func TestDataPlane(t *testing.T) {
 		var got echoReply
 		require.NoError(t, json.Unmarshal([]byte(body), &got))
 		assert.Equal(t, echoReply{Service: "fresh", RequestURI: "/new/1", Path: "/new/1", Host: "api.example.com",
-			ForwardedFor: "127.0.0.1", RealIP: "127.0.0.1", ForwardedHost: "api.example.com", ForwardedProto: "http"}, got)
+			ForwardedFor: "127.0.0.1", RealIP: "127.0.0.1", ForwardedHost: "api.example.com", ForwardedProto: "http", Method: "GET"}, got)
 		status, _, err = rawRequest(nginx.httpAddr, "GET /users HTTP/1.1", "api.example.com")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, status, "an old route was lost in the reload")

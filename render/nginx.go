@@ -138,6 +138,13 @@ type location struct {
 	// route is the route's name, quoted (routeName), with the access
 	// log on; "" with it off.
 	route string
+	// rules are the route's rules, tried before its backendService;
+	// noFallback is set for a route without one, whose location answers
+	// 404 to what no rule takes. dispatch and named are the rules' lines
+	// at the location's top and their named locations (planMatches).
+	rules           []ruleTarget
+	noFallback      bool
+	dispatch, named string
 }
 
 // Config renders gw's routes into the nginx configuration template
@@ -168,6 +175,8 @@ func (m *Gateway) render() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	matchBlocks, serverLines := planMatches(servers)
+	httpBlocks = matchBlocks + httpBlocks
 	resolver, err := resolverArgs(opts.Resolvers)
 	if err != nil {
 		return "", err
@@ -203,7 +212,7 @@ func (m *Gateway) render() (string, error) {
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h], m.AccessLog)
+		writeServer(&b, opts.listen(opts.httpPort, HTTPPort), h, servers[h], m.AccessLog, serverLines[h])
 	}
 	return b.String(), nil
 }
@@ -248,12 +257,17 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			errs = append(errs, trafficErrs...)
 			continue
 		}
+		if ruleErrs := checkRules(r.Route, routesPath.Index(r.Index).Child("rules")); len(ruleErrs) > 0 {
+			errs = append(errs, ruleErrs...)
+			continue
+		}
 		traffic = append(traffic, &t)
 		locs, err := locationsFor(*r.Route, backendOf(r.BackendService.Name, int32(r.BackendService.Port)), &t)
 		if err != nil {
 			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
 			continue
 		}
+		withRules(locs, r.Route, backendOf)
 		if m.AccessLog {
 			name, err := routeName(r.Route)
 			if err != nil {
@@ -268,17 +282,41 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			servers[string(r.Host)] = map[string]location{}
 		}
 		for _, l := range locs {
-			// An Exact route beats the exact location a Prefix route adds;
-			// otherwise the first route in sorted order keeps the location.
-			if old, ok := servers[string(r.Host)][l.match]; !ok || (l.exact && !old.exact) {
-				servers[string(r.Host)][l.match] = l
-			}
+			servers[string(r.Host)][l.match] = place(servers[string(r.Host)][l.match], l)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, "", nil, apierrors.NewInvalid(v1.GroupVersion.WithKind("APIGateway").GroupKind(), m.Name, errs)
 	}
 	return servers, usedHTTPBlocks(servers, traffic), pools, nil
+}
+
+// place puts l, a location of route r, into slot, the location of its
+// match so far (the zero location when none): an Exact route beats the
+// exact location a Prefix route adds; otherwise the first route in sorted
+// order keeps the location.
+func place(slot, l location) location {
+	if slot.traffic == nil || (l.exact && !slot.exact) {
+		return l
+	}
+	return slot
+}
+
+// withRules gives r's locations its rules, each rule's backend named
+// as a route's is (backendOf: pooled when its Service has an address),
+// and marks them for a 404 when r has no backendService.
+func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int32) string) {
+	if len(r.Rules) == 0 {
+		return
+	}
+	targets := make([]ruleTarget, len(r.Rules))
+	for i, rule := range r.Rules {
+		targets[i] = ruleTarget{matches: rule.Matches, backend: backendOf(rule.BackendService.Name, int32(rule.BackendService.Port))}
+	}
+	for i := range locs {
+		locs[i].rules = targets
+		locs[i].noFallback = r.BackendService == (v1.BackendService{})
+	}
 }
 
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
@@ -521,7 +559,7 @@ server {
 // request lines whose raw path could reach a backend as a path other than
 // the one matched are refused first (ambiguousRequestPath), and a path no
 // route covers answers 404 instead of falling through to nginx's root.
-func writeServer(b *strings.Builder, listen, host string, locs map[string]location, accessLog bool) {
+func writeServer(b *strings.Builder, listen, host string, locs map[string]location, accessLog bool, matchLines string) {
 	sorted := make([]location, 0, len(locs))
 	for _, l := range locs {
 		sorted = append(sorted, l)
@@ -548,6 +586,7 @@ server {
 		}
 		fmt.Fprintf(b, "    proxy_set_header %s %s;\n", h.name, h.value)
 	}
+	b.WriteString(matchLines)
 	for _, l := range sorted {
 		writeLocation(b, l)
 	}
@@ -567,10 +606,24 @@ server {
 // at load time. The rewrite comes after "set": "rewrite ... break" ends
 // the location's rewrite-module directives, set among them.
 func writeLocation(b *strings.Builder, l location) {
-	fmt.Fprintf(b, "\n    location %s {\n", l.match)
+	writeLocationBody(b, l.match, l)
+	b.WriteString(l.named)
+}
+
+// writeLocationBody writes l as the location named by match (its own, or
+// a rule's named location's "@..."): the route's name for the access
+// log, the dispatch to the rules, then the route's backendService, or
+// 404 when it has none.
+func writeLocationBody(b *strings.Builder, match string, l location) {
+	fmt.Fprintf(b, "\n    location %s {\n", match)
 	if l.route != "" {
 		// First: "rewrite ... break" ends the rewrite-module directives.
 		fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
+	}
+	b.WriteString(l.dispatch)
+	if l.noFallback {
+		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)
+		return
 	}
 	b.WriteString(l.traffic.directives)
 	pass := "$backend"

@@ -15,7 +15,7 @@ import (
 // matchFields are the fields of Route that every route has and the
 // renderer writes as the route's server, location and proxy_pass; every
 // other field is a traffic setting.
-var matchFields = map[string]bool{"host": true, "path": true, "pathType": true, "backendService": true}
+var matchFields = map[string]bool{"host": true, "path": true, "pathType": true, "rules": true, "backendService": true}
 
 // TestTrafficSettingsAreComplete walks Route's fields by reflection: each
 // field that is not part of the match needs an entry in trafficSettings

@@ -234,7 +234,12 @@ func sameGateway(a, b *v1.APIGateway) bool { return a.Namespace == b.Namespace &
 func backendNames(gw *v1.APIGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Routes))
 	for _, r := range gw.Spec.Routes {
-		names = append(names, string(r.BackendService.Name))
+		if r.BackendService.Name != "" {
+			names = append(names, string(r.BackendService.Name))
+		}
+		for _, rule := range r.Rules {
+			names = append(names, string(rule.BackendService.Name))
+		}
 	}
 	return names
 }

@@ -231,7 +231,9 @@ type ParentGatewayReference struct {
 // Route sends the requests for one host and path to a backend Service, or
 // shares them among several.
 // +kubebuilder:validation:XValidation:rule="!has(self.rewritePrefix) || !has(self.pathType) || self.pathType == 'Prefix'",message="rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".rewritePrefix"
-// +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
+// +kubebuilder:validation:XValidation:rule="has(self.backendService) || has(self.rules)",message="a route needs a backendService, or rules that pick one",fieldPath=".backendService"
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || has(self.backendService)",message="shares the requests of backendService, which the route does not have",fieldPath=".additionalBackends"
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !has(self.backendService) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
 type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
@@ -253,10 +255,24 @@ type Route struct {
 	// +optional
 	PathType PathType `json:"pathType,omitempty"`
 
+	// rules send some of the route's requests to other backends, by
+	// conditions on their headers, query parameters, method or cookies
+	// (a canary by header or cookie): the first rule, in order, that one
+	// of whose matches holds picks the backend; a request no rule takes
+	// goes to backendService, or is answered 404 when the route has none.
+	// The route's other settings (timeouts, headers, rate limit, ...)
+	// apply to every rule. Up to 8 rules.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Rules []RouteRule `json:"rules,omitempty"`
+
 	// backendService is the Service, in the gateway's namespace, that
-	// receives the route's requests, or those additionalBackends leave.
-	// +required
-	BackendService BackendService `json:"backendService"`
+	// receives the route's requests no rule takes, or those
+	// additionalBackends leave. Required unless the route has rules.
+	// +optional
+	BackendService BackendService `json:"backendService,omitzero"`
 
 	// additionalBackends share the route's requests with backendService:
 	// each receives its weight in percent of them, picked per request, and

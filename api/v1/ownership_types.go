@@ -68,8 +68,9 @@ type Claims struct {
 // RouteClaim is one route's claim.
 type RouteClaim struct {
 	// route is what the route matches: its pathType, host and normalised
-	// path, such as "Prefix api.example.com/users".
-	// +kubebuilder:validation:MaxLength=1300
+	// path, such as "Prefix api.example.com/users", and for a route with
+	// matches " matches " and their digest.
+	// +kubebuilder:validation:MaxLength=1340
 	// +required
 	Route string `json:"route"`
 

@@ -102,7 +102,32 @@ func RouteSets() map[string]*v1.APIGateway {
 		// The access log, with the route names of the API's odd
 		// characters, a wildcard host and a rewrite.
 		"access-log": AccessLog(),
+		// Rules: each kind of condition, two matches in a rule, a route
+		// with rules only.
+		"rules": Rules(),
 	}
+}
+
+// Rules is a gateway whose routes have rules (routes[].rules): on
+// /users/ a canary by header value, one by cookie and one by a query
+// parameter and the method or a header present, before the route's
+// backendService; on /beta, rules only (404 for what none takes).
+func Rules() *v1.APIGateway {
+	backend := func(name string) v1.BackendService { return v1.BackendService{Name: v1.ServiceName(name), Port: 8080} }
+	users := Route("api.example.com", "/users/", v1.PathTypePrefix, "users", 8080)
+	post := v1.HTTPMethod("POST")
+	users.Rules = []v1.RouteRule{
+		{Matches: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}}}, BackendService: backend("canary")},
+		{Matches: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}}}, BackendService: backend("beta")},
+		{Matches: []v1.RequestMatch{
+			{QueryParams: []v1.QueryParamMatch{{Name: "debug", Type: v1.MatchExact, Value: "1"}}, Method: &post},
+			{Headers: []v1.HeaderMatch{{Name: "X-Debug", Type: v1.MatchPresent}}},
+		}, BackendService: backend("debug")},
+	}
+	beta := v1.Route{Host: "api.example.com", Path: "/beta", PathType: v1.PathTypeExact, Rules: []v1.RouteRule{
+		{Matches: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "beta", Type: v1.MatchPresent}}}}, BackendService: backend("beta")},
+	}}
+	return Gateway("rules", users, beta)
 }
 
 // AccessLog is a gateway that asks for the JSON access log, whose routes'

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,10 @@ type EchoReply struct {
 	// received from the gateway (not the client's).
 	Upgrade    string `json:"upgrade,omitempty"`
 	Connection string `json:"connection,omitempty"`
+	// Method and Body are the request's method and body as the backend
+	// received them.
+	Method string `json:"method,omitempty"`
+	Body   string `json:"body,omitempty"`
 }
 
 // StartEchoBackends starts one echo backend on 127.0.0.1 per Service name
@@ -61,12 +66,13 @@ func StartEchoBackend(t testing.TB, name, addr string) int32 {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		header := func(name string) string { return strings.Join(r.Header.Values(name), ", ") }
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 4096))
 		_ = json.NewEncoder(w).Encode(EchoReply{Service: name, RequestURI: r.RequestURI, Path: r.URL.Path, Host: r.Host,
 			ForwardedFor: header("X-Forwarded-For"), RealIP: r.Header.Get("X-Real-IP"),
 			ForwardedHost: header("X-Forwarded-Host"), ForwardedProto: header("X-Forwarded-Proto"),
 			ForwardedPort: header("X-Forwarded-Port"), Forwarded: header("Forwarded"),
 			OtherForwarded: otherForwarded(r.Header),
-			Upgrade:        header("Upgrade"), Connection: header("Connection")})
+			Upgrade:        header("Upgrade"), Connection: header("Connection"), Method: r.Method, Body: string(body)})
 	}))
 	srv.Listener.Close()
 	srv.Listener = ln

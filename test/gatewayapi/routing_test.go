@@ -43,6 +43,8 @@ type request struct {
 	by                   string // byBackend, byNginx or byTraefik
 	service              string // the echo backend, when by is byBackend
 	uri                  string // the request URI the backend receives; empty: target
+	method               string // empty: GET
+	headers              []string
 }
 
 func (r request) String() string { return fmt.Sprintf("%s://%s%s", r.scheme, r.host, r.target) }
@@ -71,7 +73,11 @@ func answeredBy(body string) (string, dataplane.EchoReply) {
 func (g gatewayClient) check(t *testing.T, r request) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		status, body, err := g.get(r.scheme, r.host, r.target)
+		method := r.method
+		if method == "" {
+			method = "GET"
+		}
+		status, body, err := g.send(r.scheme, method, r.host, r.target, r.headers...)
 		require.NoError(c, err)
 		by, reply := answeredBy(body)
 		require.Equal(c, r.status, status, "body: %s", body)
@@ -353,6 +359,46 @@ func TestRoutedThroughTraefik(t *testing.T) {
 		g.check(t, served("http", "switch.example.com", "/x", "web"))
 		err := env.Client.Get(t.Context(), gw, &networkingv1.Ingress{})
 		assert.True(t, apierrors.IsNotFound(err), "the Ingress should be gone: %v", err)
+	})
+
+	// The rules of dataplane.RulesRoutes, with the requests
+	// render.TestDataPlaneRules sends through nginx alone: Traefik passes
+	// to the gateway what nginx serves, by the HTTPRoute's header, query
+	// parameter and method matches, and answers 404 itself to the rest,
+	// but where the table says the HTTPRoute is broader (nginx answers)
+	// or narrower (Traefik answers a request nginx would serve).
+	t.Run("rules: by header, query parameter and method", func(t *testing.T) {
+		ports := map[string]int32{}
+		for i, s := range dataplane.RulesServices {
+			ports[s] = int32(9020 + i)
+			dataplane.StartEchoBackend(t, s, fmt.Sprintf("127.0.0.1:%d", ports[s]))
+		}
+		ns := testenv.NewNamespace(t, env.Client, "rules")
+		var routes []string
+		for _, r := range dataplane.RulesRoutes(ports) {
+			flow, err := json.Marshal(r)
+			require.NoError(t, err)
+			routes = append(routes, string(flow))
+		}
+		apply(t, apiGateway(ns, "rules", listenerHTTP, routes...))
+		servedPod(t, ns, "rules")
+		for name, tc := range dataplane.RuleRequests() {
+			r := notFound("http", dataplane.RulesHost, tc.Target, byTraefik)
+			switch {
+			case tc.Narrower != "":
+			case tc.Service != "":
+				r = served("http", dataplane.RulesHost, tc.Target, tc.Service)
+			case tc.Broader != "":
+				r.by = byNginx
+			}
+			r.method = tc.Method
+			for k, vs := range tc.Header {
+				for _, v := range vs {
+					r.headers = append(r.headers, k+": "+v)
+				}
+			}
+			t.Run(name, func(t *testing.T) { g.check(t, r) })
+		}
 	})
 
 	t.Run("a gateway with 100 paths on one host", func(t *testing.T) {

@@ -232,11 +232,18 @@ type gatewayClient struct {
 // get sends GET target for host to the Gateway's listener for scheme
 // ("http" or "https") and returns the status and body.
 func (g gatewayClient) get(scheme, host, target string) (int, string, error) {
+	return g.send(scheme, "GET", host, target)
+}
+
+// send sends method target for host, with headers ("Name: value"), to
+// the Gateway's listener for scheme and returns the status and body.
+func (g gatewayClient) send(scheme, method, host, target string, headers ...string) (int, string, error) {
+	line := method + " " + target + " HTTP/1.1"
 	if scheme == "https" {
 		return dataplane.RawRequestTLS(net.JoinHostPort(traefikAddr.String(), strconv.Itoa(httpsPort)),
-			&tls.Config{ServerName: host, RootCAs: g.roots, MinVersion: tls.VersionTLS12}, "GET "+target+" HTTP/1.1", host)
+			&tls.Config{ServerName: host, RootCAs: g.roots, MinVersion: tls.VersionTLS12}, line, host, headers...)
 	}
-	return dataplaneGet(net.JoinHostPort(traefikAddr.String(), strconv.Itoa(httpPort)), target, host)
+	return dataplane.RawRequest(net.JoinHostPort(traefikAddr.String(), strconv.Itoa(httpPort)), line, host, headers...)
 }
 
 func dataplaneGet(addr, target, host string) (int, string, error) {

@@ -333,10 +333,46 @@ func route(rng *rand.Rand, version string) map[string]any {
 		r["pathType"] = pt
 	}
 	r["backendService"] = map[string]any{"name": name, "port": port}
+	if rng.IntN(6) == 0 {
+		r["rules"] = []any{rule(rng)}
+		if rng.IntN(3) == 0 {
+			delete(r, "backendService")
+		}
+	}
 	if rng.IntN(40) == 0 {
 		r["weight"] = int64(1) // an unknown field
 	}
 	return r
+}
+
+// rule is one of a route's rules: one match of one kind of condition,
+// and a backend.
+func rule(rng *rand.Rand) map[string]any {
+	var match map[string]any
+	switch rng.IntN(4) {
+	case 0:
+		h := map[string]any{"name": draw(rng, []string{"X-Canary", "x-team"}, []string{"Bad Name", "Upgrade", ""}), "type": draw(rng, []string{"Exact"}, []string{"Regex"})}
+		if rng.IntN(4) == 0 {
+			h["type"] = "Present"
+		} else {
+			h["value"] = draw(rng, []string{"always", "a b"}, []string{`a"b`, "a$b", ""})
+		}
+		match = map[string]any{"headers": []any{h}}
+	case 1:
+		match = map[string]any{"queryParams": []any{map[string]any{
+			"name": draw(rng, []string{"debug"}, []string{"my-param", ""}), "type": "Exact", "value": draw(rng, []string{"1", "a-b"}, []string{"a b", "a&b"}),
+		}}}
+	case 2:
+		match = map[string]any{"cookies": []any{map[string]any{
+			"name": draw(rng, []string{"session"}, []string{"my-session"}), "value": draw(rng, []string{"beta"}, []string{"a;b", ""}),
+		}}}
+	default:
+		match = map[string]any{"method": draw(rng, []string{"GET", "POST"}, []string{"get", "PURGE"})}
+	}
+	return map[string]any{
+		"matches":        []any{match},
+		"backendService": map[string]any{"name": draw(rng, []string{"canary"}, []string{"Bad_Name"}), "port": draw(rng, []int64{8080}, []int64{0})},
+	}
 }
 
 // v1Extras adds some of the fields only v1 has.

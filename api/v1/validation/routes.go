@@ -32,14 +32,23 @@ func validateRoutes(routes []v1.Route, fld *field.Path) field.ErrorList {
 		}
 		if j, seen := first[key]; seen {
 			e := field.Duplicate(fld.Index(i), RouteString(r))
-			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]%s; merge the two routes or change one",
-				j, sameMatchHint(&routes[j], r))
+			e.Detail = fmt.Sprintf("same host, path and pathType as spec.routes[%d]%s; merge the two routes or change one%s",
+				j, sameMatchHint(&routes[j], r), rulesHint(&routes[j], r, j))
 			errs = append(errs, e.WithOrigin(RuleDuplicateRoute))
 			continue
 		}
 		first[key] = i
 	}
 	return errs
+}
+
+// rulesHint points a route that differs from an earlier one only by
+// conditions to where conditions go: the earlier route's rules.
+func rulesHint(a, b *v1.Route, j int) string {
+	if len(a.Rules) == 0 && len(b.Rules) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (conditions on a request go in spec.routes[%d].rules)", j)
 }
 
 // sameMatchHint explains why two routes whose paths differ as written
@@ -58,6 +67,7 @@ var (
 	routeHost        = field.NewPath("host")
 	routePath        = field.NewPath("path")
 	routePathType    = field.NewPath("pathType")
+	routeBackend     = field.NewPath("backendService")
 	routeBackendName = field.NewPath("backendService", "name")
 	routeBackendPort = field.NewPath("backendService", "port")
 
@@ -78,8 +88,8 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	errs = append(errs, validateHost(string(r.Host), routeHost)...)
 	errs = append(errs, validatePath(string(r.Path), routePath)...)
 	errs = append(errs, validatePathType(r.PathType, routePathType)...)
-	errs = append(errs, validateBackendName(string(r.BackendService.Name), routeBackendName)...)
-	errs = append(errs, validateBackendPort(r.BackendService.Port, routeBackendPort)...)
+	errs = append(errs, validateBackend(r)...)
+	errs = append(errs, validateRules(r, routeRules)...)
 	errs = append(errs, validateTraffic(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
@@ -88,6 +98,24 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateBackend checks the route's backendService, which a route with
+// rules may leave out (such a route answers 404 to what no rule takes):
+// at the same fields as the schema's rules on Route.
+func validateBackend(r *v1.Route) field.ErrorList {
+	if r.BackendService == (v1.BackendService{}) {
+		var errs field.ErrorList
+		if len(r.Rules) == 0 {
+			errs = append(errs, field.Required(routeBackend, "a Service to send the requests to, such as {name: my-service, port: 80}, or rules that pick one").WithOrigin(RuleRules))
+		}
+		if len(r.AdditionalBackends) > 0 {
+			errs = append(errs, field.Invalid(routeAdditionalBackends, len(r.AdditionalBackends), "shares the requests of backendService, which the route does not have").WithOrigin(RuleAdditionalBackends))
+		}
+		return errs
+	}
+	return append(validateBackendName(string(r.BackendService.Name), routeBackendName),
+		validateBackendPort(r.BackendService.Port, routeBackendPort)...)
 }
 
 func validatePathType(pt v1.PathType, fld *field.Path) field.ErrorList {
@@ -162,7 +190,9 @@ func RouteKey(scope string, r *v1.Route) (string, bool) {
 
 // RouteMatch is what r matches, whatever its scope: its pathType, host and
 // normalised path, such as "Prefix api.example.com/users" (RouteKey without
-// the scope). It returns false when r's path has no normal form.
+// the scope). A route's rules are not part of it: two routes that differ
+// only in their rules serve the same requests, and compete. It returns
+// false when r's path has no normal form.
 func RouteMatch(r *v1.Route) (string, bool) {
 	p, err := routepath.MatchPath(string(r.Path), r.PathType == v1.PathTypePrefix)
 	if err != nil {

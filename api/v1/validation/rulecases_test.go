@@ -390,6 +390,143 @@ func headerCases(add addCase) {
 		}
 	}
 	headerListCases(add)
+	matchCases(add)
+}
+
+// matchCases: each kind of condition of a rule's matches, on both sides
+// of each bound and pattern, and the hostile strings in every slot; the
+// rules' own bounds and backends (ruleListCases).
+func matchCases(add addCase) {
+	canary := v1.BackendService{Name: "canary", Port: 8080}
+	set := func(m v1.RequestMatch) func(*ruleCase) {
+		return func(tc *ruleCase) {
+			tc.route.Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{m}, BackendService: canary}}
+		}
+	}
+	header := func(n string, t v1.MatchType, v string) v1.RequestMatch {
+		return v1.RequestMatch{Headers: []v1.HeaderMatch{{Name: v1.HTTPHeaderName(n), Type: t, Value: v1.HTTPHeaderValue(v)}}}
+	}
+	query := func(n string, t v1.MatchType, v string) v1.RequestMatch {
+		return v1.RequestMatch{QueryParams: []v1.QueryParamMatch{{Name: v1.MatchName(n), Type: t, Value: v}}}
+	}
+	cookie := func(n, v string) v1.RequestMatch {
+		return v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: v1.MatchName(n), Value: v}}}
+	}
+	for value, valid := range map[string]bool{
+		"X-Canary": true, strings.Repeat("x", 64): true, strings.Repeat("x", 65): false, "X_Canary": false,
+		"Host": false, "upgrade": false, "Connection": false,
+	} {
+		add("matches header name", value, valid, set(header(value, v1.MatchPresent, "")))
+	}
+	names := map[string]bool{
+		"session": true, "Session_2": true, "_": true, strings.Repeat("s", 64): true, strings.Repeat("s", 65): false,
+		"my-session": false, "a.b": false, "a b": false,
+	}
+	for _, s := range validationtest.HostileStrings() {
+		names["a"+s] = false
+	}
+	for value, valid := range names {
+		add("matches query name", value, valid, set(query(value, v1.MatchPresent, "")))
+		add("matches cookie name", value, valid, set(cookie(value, "v")))
+	}
+	headerValues := map[string]bool{"always": true, "a b": true, strings.Repeat("v", 1024): true, strings.Repeat("v", 1025): false, " a": false, `a"b`: false, "a$b": false}
+	for value, valid := range headerValues {
+		add("matches header value", value, valid, set(header("X-Canary", v1.MatchExact, value)))
+	}
+	queryValues := map[string]bool{
+		"1": true, "a-b._~!*(),/:@": true, strings.Repeat("v", 256): true, strings.Repeat("v", 257): false,
+		"a b": false, "a%20b": false, "a+b": false, "a&b": false, "a=b": false, "a;b": false, "a$b": false,
+	}
+	cookieValues := map[string]bool{
+		"beta": true, "a-b._~!#&'()*+/:<=>?@^|": true, strings.Repeat("v", 256): true, strings.Repeat("v", 257): false,
+		"a b": false, "a;b": false, "a,b": false, `a"b`: false, "a$b": false, `a\b`: false, "a{b": false,
+	}
+	for name, s := range validationtest.HostileStrings() {
+		queryValues["a"+s] = false
+		// A quote and a hash are cookie octets, and text in a quoted nginx
+		// string.
+		cookieValues["a"+s] = name == "single quote" || name == "hash"
+	}
+	for value, valid := range queryValues {
+		add("matches query value", value, valid, set(query("debug", v1.MatchExact, value)))
+	}
+	for value, valid := range cookieValues {
+		add("matches cookie value", value, valid, set(cookie("session", value)))
+	}
+	many := func(n int) v1.RequestMatch {
+		var m v1.RequestMatch
+		for i := range n {
+			m.Headers = append(m.Headers, v1.HeaderMatch{Name: v1.HTTPHeaderName(fmt.Sprintf("X-%d", i)), Type: v1.MatchPresent})
+			m.QueryParams = append(m.QueryParams, v1.QueryParamMatch{Name: v1.MatchName(fmt.Sprintf("q%d", i)), Type: v1.MatchPresent})
+			m.Cookies = append(m.Cookies, v1.CookieMatch{Name: v1.MatchName(fmt.Sprintf("c%d", i)), Value: "v"})
+		}
+		return m
+	}
+	get := v1.HTTPMethod("GET")
+	for value, tc := range map[string]struct {
+		ms    []v1.RequestMatch
+		valid bool
+	}{
+		"a method":                     {ms: []v1.RequestMatch{{Method: &get}}, valid: true},
+		"method get":                   {ms: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("get"))}}},
+		"method PURGE":                 {ms: []v1.RequestMatch{{Method: ptr.To(v1.HTTPMethod("PURGE"))}}},
+		"an empty set":                 {ms: []v1.RequestMatch{{}}},
+		"8 of each":                    {ms: []v1.RequestMatch{many(8)}, valid: true},
+		"9 of each":                    {ms: []v1.RequestMatch{many(9)}},
+		"4 matches":                    {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 4), valid: true},
+		"5 matches":                    {ms: slices.Repeat([]v1.RequestMatch{{Method: &get}}, 5)},
+		"no match":                     {ms: nil},
+		"Exact header without a value": {ms: []v1.RequestMatch{header("X-A", v1.MatchExact, "")}},
+		"Present header with a value":  {ms: []v1.RequestMatch{header("X-A", v1.MatchPresent, "1")}},
+		"header type Regex":            {ms: []v1.RequestMatch{header("X-A", "RegularExpression", "1")}},
+		"Exact query without a value":  {ms: []v1.RequestMatch{query("a", v1.MatchExact, "")}},
+		"Present query with a value":   {ms: []v1.RequestMatch{query("a", v1.MatchPresent, "1")}},
+		"a header twice":               {ms: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}, {Name: "X-A", Type: v1.MatchExact, Value: "1"}}}}},
+		"a header twice, case differs": {ms: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchPresent}, {Name: "x-a", Type: v1.MatchExact, Value: "1"}}}}, valid: true},
+		"a cookie twice":               {ms: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "a", Value: "1"}, {Name: "a", Value: "2"}}}}},
+		"a query parameter twice":      {ms: []v1.RequestMatch{{QueryParams: []v1.QueryParamMatch{{Name: "a", Type: v1.MatchPresent}, {Name: "a", Type: v1.MatchPresent}}}}},
+		"every kind, two sets":         {ms: []v1.RequestMatch{many(2), {Method: &get, Cookies: []v1.CookieMatch{{Name: "a", Value: "1"}}}}, valid: true},
+	} {
+		add("matches", value, tc.valid, func(p *ruleCase) {
+			p.route.Rules = []v1.RouteRule{{Matches: tc.ms, BackendService: canary}}
+		})
+	}
+	ruleListCases(add)
+}
+
+// ruleListCases: the number of rules, a rule's backend, and a route's
+// own backendService, which only a route with rules may leave out.
+func ruleListCases(add addCase) {
+	get := v1.HTTPMethod("GET")
+	rule := func(name string, port v1.PortNumber) v1.RouteRule {
+		return v1.RouteRule{Matches: []v1.RequestMatch{{Method: &get}}, BackendService: v1.BackendService{Name: v1.ServiceName(name), Port: port}}
+	}
+	for value, tc := range map[string]struct {
+		rules     []v1.RouteRule
+		noBackend bool
+		weighted  bool
+		valid     bool
+	}{
+		"8 rules":                                      {rules: slices.Repeat([]v1.RouteRule{rule("canary", 80)}, 8), valid: true},
+		"9 rules":                                      {rules: slices.Repeat([]v1.RouteRule{rule("canary", 80)}, 9)},
+		"a rule to backend port 0":                     {rules: []v1.RouteRule{rule("canary", 0)}},
+		"a rule to backend Canary":                     {rules: []v1.RouteRule{rule("Canary", 80)}},
+		"a rule without backend":                       {rules: []v1.RouteRule{rule("", 0)}},
+		"rules, no backendService":                     {rules: []v1.RouteRule{rule("canary", 80)}, noBackend: true, valid: true},
+		"no rules, no backendService":                  {noBackend: true},
+		"rules, additionalBackends, no backendService": {rules: []v1.RouteRule{rule("canary", 80)}, noBackend: true, weighted: true},
+		"rules, additionalBackends":                    {rules: []v1.RouteRule{rule("canary", 80)}, weighted: true, valid: true},
+	} {
+		add("rules", value, tc.valid, func(p *ruleCase) {
+			p.route.Rules = tc.rules
+			if tc.noBackend {
+				p.route.BackendService = v1.BackendService{}
+			}
+			if tc.weighted {
+				p.route.AdditionalBackends = []v1.WeightedBackend{{Name: "canary-2", Port: 80, Weight: 10}}
+			}
+		})
+	}
 }
 
 // headerListCases: each header named once per modifier, across its
@@ -472,10 +609,11 @@ func apiServerVerdict(t *testing.T, env *testenv.Env, gw *v1.APIGateway) []strin
 	// layer would judge.
 	route, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
 	require.NoError(t, err)
-	maps.Copy(route, map[string]any{
-		"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType),
-		"backendService": map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)},
-	})
+	maps.Copy(route, map[string]any{"host": string(r.Host), "path": string(r.Path), "pathType": string(r.PathType)})
+	if r.BackendService != (v1.BackendService{}) {
+		// Set even when a part is empty, for the layers to judge it.
+		route["backendService"] = map[string]any{"name": string(r.BackendService.Name), "port": int64(r.BackendService.Port)}
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1.GroupVersion.String(), "kind": "APIGateway",
 		"metadata": map[string]any{"name": gw.Name, "namespace": gw.Namespace},

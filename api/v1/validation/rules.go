@@ -46,8 +46,16 @@ const (
 	// RuleRateLimit: a route's rateLimit allows 1 to 10000 requests per
 	// second, with a burst of 0 to 10000.
 	RuleRateLimit = "routes.rateLimit"
+	// RuleRules: a route has a backendService or rules; its rules are at
+	// most 8, each with 1 to 4 matches and a backendService; each match
+	// has at least one condition: at most 8 headers (valid names, not
+	// reserved, with type Exact and a header value or type Present and
+	// none), 8 query parameters and 8 cookies (names of letters, digits
+	// and '_', values of their alphabets), each named once per list, and
+	// a method.
+	RuleRules = "routes.rules"
 	// RuleDuplicateRoute: no two routes of a gateway share host,
-	// normalised path and pathType (RouteKey).
+	// normalised path and pathType (RouteKey), whatever their rules.
 	RuleDuplicateRoute = "routes.duplicate"
 	// RuleTLS: spec.tls holds at most 16 entries.
 	RuleTLS = "tls"

@@ -41,11 +41,14 @@ type schemaRules struct {
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
+	matchName, queryValue, cookieValue                           stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
+	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
+	matchTypes, methods                                                []string
 
 	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
 	// CEL rule refuses.
@@ -86,6 +89,9 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerName:       c.stringRule(route+"requestHeaders.set[].name", true),
 		headerValue:      c.stringRule(route+"requestHeaders.set[].value", true),
 		maxBodySize:      c.stringRule(route+"maxBodySize", true),
+		matchName:        c.stringRule(route+"rules[].matches[].cookies[].name", true),
+		queryValue:       c.stringRule(route+"rules[].matches[].queryParams[].value", true),
+		cookieValue:      c.stringRule(route+"rules[].matches[].cookies[].value", true),
 
 		routes:             c.maxItems("routes"),
 		tls:                c.maxItems("tls"),
@@ -97,11 +103,18 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		headerSet:          c.maxItems(route + "requestHeaders.set"),
 		headerAdd:          c.maxItems(route + "requestHeaders.add"),
 		headerRemove:       c.maxItems(route + "requestHeaders.remove"),
+		rules:              c.maxItems(route + "rules"),
+		ruleMatches:        c.maxItems(route + "rules[].matches"),
+		matchHeaders:       c.maxItems(route + "rules[].matches[].headers"),
+		matchQueryParams:   c.maxItems(route + "rules[].matches[].queryParams"),
+		matchCookies:       c.maxItems(route + "rules[].matches[].cookies"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
 		exposureTypes:          c.enum("exposure.type"),
 		accessLogFormats:       c.enum("accessLog.format"),
+		matchTypes:             c.enum(route + "rules[].matches[].headers[].type"),
+		methods:                c.enum(route + "rules[].matches[].method"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}

@@ -278,6 +278,57 @@ func TestValidate(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes = append(gw.Spec.Routes, route("/%75sers/", "s", 80)) },
 			want:   []wantErr{{"spec.routes[2]", duplicate, "as spec.routes[0] once normalised", RuleDuplicateRoute}},
 		},
+		"same path, one route with rules": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[1] = route("/users/", "canary", 80)
+				gw.Spec.Routes[1].Rules = []v1.RouteRule{{
+					Matches:        []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchExact, Value: "always"}}}},
+					BackendService: v1.BackendService{Name: "canary", Port: 80},
+				}}
+			},
+			want: []wantErr{{"spec.routes[1]", duplicate, "same host, path and pathType as spec.routes[0]; merge the two routes or change one (conditions on a request go in spec.routes[0].rules)", RuleDuplicateRoute}},
+		},
+		"a route with rules and no backendService": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].BackendService = v1.BackendService{}
+			gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Method: ptr.To[v1.HTTPMethod]("GET")}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+		}},
+		"a route with neither rules nor backendService": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService = v1.BackendService{} },
+			want:   []wantErr{{"spec.routes[0].backendService", required, "or rules that pick one", RuleRules}},
+		},
+		"a rule with an empty match": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+			},
+			want: []wantErr{{"spec.routes[0].rules[0].matches[0]", required, "at least one condition", RuleRules}},
+		},
+		"a rule without a backend": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Method: ptr.To[v1.HTTPMethod]("GET")}}}}
+			},
+			want: []wantErr{
+				{"spec.routes[0].rules[0].backendService.name", required, "the name of a Service", RuleBackendName},
+				{"spec.routes[0].rules[0].backendService.port", invalid, "must be a port number", RuleBackendPort},
+			},
+		},
+		"an Exact header match without a value": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-A", Type: v1.MatchExact}}}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+			},
+			want: []wantErr{{"spec.routes[0].rules[0].matches[0].headers[0]", invalid, exactOrPresentMessage, RuleRules}},
+		},
+		"a reserved header matched": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "Upgrade", Type: v1.MatchPresent}}}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+			},
+			want: []wantErr{{"spec.routes[0].rules[0].matches[0].headers[0].name", invalid, reservedHeaderMessage, RuleRules}},
+		},
+		"a cookie name with a dash": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{Cookies: []v1.CookieMatch{{Name: "my-session", Value: "x"}}}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}
+			},
+			want: []wantErr{{"spec.routes[0].rules[0].matches[0].cookies[0].name", invalid, "letters, digits and '_'", RuleRules}},
+		},
 		"tls host not a route host": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.TLS[0].Hosts = []string{"www.example.com"} },
 			want:   []wantErr{{"spec.tls[0].hosts[0]", invalid, "must be the host of one of the gateway's routes; the route hosts are api.example.com", RuleTLSHosts}},
