@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -217,19 +216,14 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// listen receives the metrics log on server, as render.ExpandMetricsLog
-// names it ("unix:/path", or host:port for UDP), until stop is called.
-func (m *Metrics) listen(server string, log *slog.Logger) (stop func(), err error) {
-	var conn net.PacketConn
-	if path, ok := strings.CutPrefix(server, "unix:"); ok {
-		// A socket left by a previous run of the container.
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		conn, err = net.ListenPacket("unixgram", path)
-	} else {
-		conn, err = net.ListenPacket("udp", server)
+// listen receives the metrics log on the Unix datagram socket path
+// until stop is called.
+func (m *Metrics) listen(path string, log *slog.Logger) (stop func(), err error) {
+	// A socket left by a previous run of the container.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
+	conn, err := net.ListenPacket("unixgram", path)
 	if err != nil {
 		return nil, fmt.Errorf("metrics log: %w", err)
 	}
@@ -237,9 +231,7 @@ func (m *Metrics) listen(server string, log *slog.Logger) (stop func(), err erro
 	// lost. A larger buffer holds a burst while this reader is not
 	// scheduled (a Unix socket's queue is also bounded in datagrams, by
 	// net.unix.max_dgram_qlen).
-	if b, ok := conn.(interface{ SetReadBuffer(int) error }); ok {
-		_ = b.SetReadBuffer(4 << 20)
-	}
+	_ = conn.(*net.UnixConn).SetReadBuffer(4 << 20)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
