@@ -9,7 +9,10 @@ import (
 
 // logLine is one parsed line of the metrics log.
 type logLine struct {
-	// route and backend are as nginx wrote them, "" for its "-" (none).
+	// route and backend are as nginx wrote them, "" for none: with
+	// escape=none nginx writes nothing for a variable not set (the
+	// route's name where no route answered) or empty (the map's default,
+	// where no backend was proxied to); "-" is read as none too.
 	route, backend []byte
 	// class is the status's first digit, 1 to 5.
 	class int
@@ -56,7 +59,7 @@ func parseLine(b []byte) (logLine, error) {
 		return l, errMalformed
 	}
 	l.route, l.backend = dash(f[0]), dash(f[1])
-	if len(f[0]) == 0 || len(f[1]) == 0 || !printable(l.route) || !printable(l.backend) {
+	if !printable(l.route) || !printable(l.backend) {
 		return l, errMalformed
 	}
 	s := f[2]
@@ -138,12 +141,12 @@ func seconds(v []byte) (float64, bool) {
 	return float64(ms) / 1000, true
 }
 
-// upstreamTimes sums $upstream_response_time: "-" when no backend was
-// tried, else times separated by ", " (backends tried in turn) or " : "
+// upstreamTimes sums $upstream_response_time: empty (or "-") when no
+// backend was tried, else times separated by ", " (backends tried in turn) or " : "
 // (an internal redirect), each "-" when nginx has none for it; at most
 // maxTimes. It reports whether any backend was tried.
 func upstreamTimes(v []byte) (sum float64, tried bool, ok bool) {
-	if len(v) == 1 && v[0] == '-' {
+	if len(v) == 0 || (len(v) == 1 && v[0] == '-') {
 		return 0, false, true
 	}
 	for n := 0; ; n++ {
