@@ -216,9 +216,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// listen receives the metrics log on the Unix datagram socket path
+// Listen receives the metrics log on the Unix datagram socket path
 // until stop is called.
-func (m *Metrics) listen(path string, log *slog.Logger) (stop func(), err error) {
+func (m *Metrics) Listen(path string, log *slog.Logger) (stop func(), err error) {
 	// A socket left by a previous run of the container.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err

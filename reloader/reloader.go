@@ -201,7 +201,7 @@ func (r *reloader) startMetrics() (stop func(), err error) {
 		return nil, err
 	}
 	r.metrics = NewMetrics()
-	stopLog, err := r.metrics.listen(r.cfg.MetricsSocket, r.log)
+	stopLog, err := r.metrics.Listen(r.cfg.MetricsSocket, r.log)
 	if err != nil {
 		return nil, err
 	}
