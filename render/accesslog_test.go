@@ -34,8 +34,8 @@ func TestRenderAccessLog(t *testing.T) {
 		notWant []string
 	}{
 		"unset": {
-			gw:      gateway("gw", routes...),
-			wantN:   map[string]int{"access_log off;": 1, "    access_log off;": 1}, // http level, the health server
+			gw:    gateway("gw", routes...),
+			wantN: map[string]int{"access_log off;": 1, "    access_log off;": 1}, // http level, the health server
 			// The metrics log's format and route names are there (TestMetricsLog).
 			notWant: []string{"gateway_json", "gateway_request_path", "/dev/stdout"},
 		},
