@@ -57,9 +57,9 @@ func TestDataPlaneMetrics(t *testing.T) {
 	send(host, "/failing/x", 100)
 	send("unknown.example.com", "/", 10)
 
-	users := series(reloader.RequestsMetric, "Prefix "+host+"/users", "users:"+strconv.Itoa(int(b.echo)), "2xx")
-	failed := series(reloader.RequestsMetric, "Prefix "+host+"/failing", "failing:"+strconv.Itoa(int(failing)), "5xx")
-	none := series(reloader.RequestsMetric, "", "", "4xx")
+	users := series("Prefix "+host+"/users", "users:"+strconv.Itoa(int(b.echo)), "2xx")
+	failed := series("Prefix "+host+"/failing", "failing:"+strconv.Itoa(int(failing)), "5xx")
+	none := series("", "", "4xx")
 	want := map[string]float64{users: 900, failed: 100, none: 10}
 	got := f.waitMetrics(want)
 	assert.Equal(t, want, pick(got, reloader.RequestsMetric), "every requests series")
@@ -76,7 +76,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 	f.waitLoaded(next)
 	send(host, "/users/y", 10)
 	send(host, "/fresh/y", 5)
-	fresh := series(reloader.RequestsMetric, "Prefix "+host+"/fresh", "fresh:"+strconv.Itoa(int(b.echo)), "2xx")
+	fresh := series("Prefix "+host+"/fresh", "fresh:"+strconv.Itoa(int(b.echo)), "2xx")
 	got = f.waitMetrics(map[string]float64{users: 910, fresh: 5})
 	assert.InDelta(t, 100, got[failed], 0)
 }
@@ -94,8 +94,8 @@ func serveStatus(t *testing.T, code int) int32 {
 
 // series is a requests series as the text exposition writes it, labels
 // sorted.
-func series(name, route, backend, class string) string {
-	return fmt.Sprintf(`%s{backend=%q,route=%q,status_class=%q}`, name, backend, route, class)
+func series(route, backend, class string) string {
+	return fmt.Sprintf(`%s{backend=%q,route=%q,status_class=%q}`, reloader.RequestsMetric, backend, route, class)
 }
 
 // pick is the samples of got whose name is name.

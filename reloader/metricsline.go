@@ -167,7 +167,7 @@ func upstreamTimes(v []byte) (sum float64, tried bool, ok bool) {
 			}
 		}
 		tok := v[:end]
-		if !(len(tok) == 1 && tok[0] == '-') {
+		if len(tok) != 1 || tok[0] != '-' {
 			s, ok := seconds(tok)
 			if !ok {
 				return 0, false, false
