@@ -44,9 +44,10 @@ const (
 	MetricsPort = 8083
 	// metricsName names the metrics port.
 	metricsName = "metrics"
-	// metricsSocket is where nginx sends the reloader its metrics log
-	// (in the "run" emptyDir).
-	metricsSocket = "/var/run/apigateway-metrics.sock"
+	// metricsLog is where nginx sends the reloader its metrics log: UDP
+	// on the pod's loopback, which queues far more lines than a Unix
+	// datagram socket (reloader.Metrics.Listen).
+	metricsLog = "127.0.0.1:8084"
 	// ShutdownTimeout is nginx's worker_shutdown_timeout in the gateway
 	// pods: how long connections opened under a replaced configuration
 	// (after a reload) stay open, and how long those of a terminating pod
@@ -277,7 +278,7 @@ func reloaderCommand(gw *v1.APIGateway) []string {
 		"--resolver-variable=" + resolverVariable,
 		"--status-address=:" + strconv.Itoa(StatusPort),
 		"--metrics-address=:" + strconv.Itoa(MetricsPort),
-		"--metrics-socket=" + metricsSocket,
+		"--metrics-log=" + metricsLog,
 		fmt.Sprintf("--shutdown-timeout=%s", ShutdownTimeout),
 		"--watch=" + strconv.FormatBool(strategy(gw) == v1.ConfigUpdateReload),
 		"--", "nginx",

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -216,22 +217,33 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// Listen receives the metrics log on the Unix datagram socket path
-// until stop is called.
-func (m *Metrics) Listen(path string, log *slog.Logger) (stop func(), err error) {
-	// A socket left by a previous run of the container.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+// Listen receives the metrics log on server, as nginx's syslog names it,
+// until stop is called: a UDP host:port (on loopback, in the pod's own
+// network namespace) or unix:/path, a datagram socket.
+//
+// nginx's socket never blocks a worker: a line it cannot send is lost.
+// A Unix datagram socket queues at most net.unix.max_dgram_qlen
+// datagrams (10 by default), and nginx warns in its error log of every
+// line that finds the queue full; UDP queues as many as the receive
+// buffer holds (some 200 at the default net.core.rmem_max, the cap of
+// the 4 MiB asked for here), and a full buffer drops a line silently.
+func (m *Metrics) Listen(server string, log *slog.Logger) (stop func(), err error) {
+	var conn net.PacketConn
+	if path, ok := strings.CutPrefix(server, "unix:"); ok {
+		// A socket left by a previous run of the container.
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		conn, err = net.ListenPacket("unixgram", path)
+	} else {
+		conn, err = net.ListenPacket("udp", server)
 	}
-	conn, err := net.ListenPacket("unixgram", path)
 	if err != nil {
 		return nil, fmt.Errorf("metrics log: %w", err)
 	}
-	// nginx's socket does not block: a line that finds the queue full is
-	// lost. A larger buffer holds a burst while this reader is not
-	// scheduled (a Unix socket's queue is also bounded in datagrams, by
-	// net.unix.max_dgram_qlen).
-	_ = conn.(*net.UnixConn).SetReadBuffer(4 << 20)
+	if b, ok := conn.(interface{ SetReadBuffer(bytes int) error }); ok {
+		_ = b.SetReadBuffer(4 << 20)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -60,10 +60,9 @@ type Config struct {
 	// reloader follows the template alone, as it always did.
 	PushIdentity string
 	// MetricsAddress is where the metrics server listens (host:port),
-	// MetricsSocket the Unix datagram socket nginx sends the metrics log
-	// to: see Metrics. Empty MetricsAddress means no metrics, and no
-	// metrics log.
-	MetricsAddress, MetricsSocket string
+	// MetricsLog where nginx sends the metrics log (see Metrics.Listen).
+	// Empty MetricsAddress means no metrics, and no metrics log.
+	MetricsAddress, MetricsLog string
 	// Nginx is the nginx command and its arguments (the reloader adds -g).
 	Nginx []string
 	// Stdout and Stderr receive nginx's output and the reloader's log.
@@ -197,11 +196,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 // startMetrics listens for the metrics log and serves the metrics.
 func (r *reloader) startMetrics() (stop func(), err error) {
-	if _, err := render.ExpandMetricsLog(nil, r.metricsLog()); err != nil {
+	if _, err := render.ExpandMetricsLog(nil, r.cfg.MetricsLog); err != nil {
 		return nil, err
 	}
 	r.metrics = NewMetrics()
-	stopLog, err := r.metrics.Listen(r.cfg.MetricsSocket, r.log)
+	stopLog, err := r.metrics.Listen(r.cfg.MetricsLog, r.log)
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +211,6 @@ func (r *reloader) startMetrics() (stop func(), err error) {
 	}
 	return func() { stopServer(); stopLog() }, nil
 }
-
-// metricsLog is the metrics log's syslog server, as nginx names it.
-func (r *reloader) metricsLog() string { return "unix:" + r.cfg.MetricsSocket }
 
 func (r *reloader) probePath() string {
 	return filepath.Join(filepath.Dir(r.cfg.Output), "apigateway-reloader.conf")
@@ -375,7 +371,7 @@ func (r *reloader) prepare(ctx context.Context, template []byte) (string, error)
 	}
 	if r.metrics != nil {
 		// Checked at start: it cannot fail here.
-		next.config, _ = render.ExpandMetricsLog(next.config, r.metricsLog())
+		next.config, _ = render.ExpandMetricsLog(next.config, r.cfg.MetricsLog)
 	}
 	if err := r.write(next); err != nil {
 		r.refuse(hash, ReasonUnreadable, Bound(err.Error(), MaxMessage))

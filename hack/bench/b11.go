@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +27,9 @@ const (
 	// b11Port and b11HealthPort are where (m) listens: (a) takes the
 	// pods' ports.
 	b11Port, b11HealthPort = 9180, 9181
+	// b11Log is where (m) sends its metrics log, as the pods' reloader
+	// takes it (controller's --metrics-log): UDP on loopback.
+	b11Log = "127.0.0.1:9184"
 )
 
 // benchB11 is the metrics' cost per request: B10's rendered
@@ -64,12 +66,12 @@ func runB11(ctx context.Context) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	withMetrics, err := b11WithMetrics(backend.ports["b"], filepath.Join(dir, "metrics.sock"))
+	withMetrics, err := b11WithMetrics(backend.ports["b"], b11Log)
 	if err != nil {
 		return row{}, err
 	}
 	metrics := reloader.NewMetrics()
-	stop, err := metrics.Listen(filepath.Join(dir, "metrics.sock"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	stop, err := metrics.Listen(b11Log, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return row{}, err
 	}
@@ -114,8 +116,8 @@ func runB11(ctx context.Context) (row, error) {
 }
 
 // b11WithMetrics is B10's rendered configuration on B11's ports with
-// the metrics log sent to socket, as the reloader expands it.
-func b11WithMetrics(port int32, socket string) (string, error) {
+// the metrics log sent to server, as the reloader expands it.
+func b11WithMetrics(port int32, server string) (string, error) {
 	config, err := b10Rendered(port)
 	if err != nil {
 		return "", err
@@ -125,7 +127,7 @@ func b11WithMetrics(port int32, socket string) (string, error) {
 		"listen "+strconv.Itoa(render.HTTPPort)+";", "listen 127.0.0.1:"+strconv.Itoa(b11Port)+";",
 		"listen "+strconv.Itoa(render.HealthPort)+";", "listen 127.0.0.1:"+strconv.Itoa(b11HealthPort)+";",
 	).Replace(config)
-	expanded, err := render.ExpandMetricsLog([]byte(config), "unix:"+socket)
+	expanded, err := render.ExpandMetricsLog([]byte(config), server)
 	return string(expanded), err
 }
 
