@@ -142,6 +142,7 @@ test-node: k8s node nginx ## Run the real node's suite (test/node: kubelet, kube
 fuzz: ## Run each fuzz target for FUZZTIME (default 15s).
 	go test -run '^$$' -fuzz '^FuzzAdmission$$' -fuzztime=$(FUZZTIME) ./webhooks
 	go test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime=$(FUZZTIME) ./push
+	go test -run '^$$' -fuzz '^FuzzParseLine$$' -fuzztime=$(FUZZTIME) ./reloader
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./conversion
 	$(TEST_ENV) go test -run '^$$' -fuzz '^FuzzConvertHandler$$' -fuzztime=$(FUZZTIME) ./conversion
 

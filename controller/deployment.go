@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -37,6 +38,17 @@ const (
 	// operator reads it from the pod's IP: a NetworkPolicy that guards
 	// the gateway pods must let the operator's namespace reach it.
 	StatusPort = 8082
+	// MetricsPort is where each gateway pod's reloader serves its
+	// per-route metrics (reloader.MetricsPath) to Prometheus: a port of
+	// its own, serving nothing else, so opening it to Prometheus does not
+	// open the status port's pushes.
+	MetricsPort = 8083
+	// metricsName names the metrics port.
+	metricsName = "metrics"
+	// metricsLog is where nginx sends the reloader its metrics log: UDP
+	// on the pod's loopback, which queues far more lines than a Unix
+	// datagram socket (reloader.Metrics.Listen).
+	metricsLog = "127.0.0.1:8084"
 	// ShutdownTimeout is nginx's worker_shutdown_timeout in the gateway
 	// pods: how long connections opened under a replaced configuration
 	// (after a reload) stay open, and how long those of a terminating pod
@@ -77,6 +89,15 @@ const (
 	// the gateway's next rollout.
 	podTemplateEpoch = 1
 )
+
+// scrapeAnnotations point a Prometheus that discovers pods by the
+// common prometheus.io annotations at the metrics port
+// (manifests/monitoring has a PodMonitor for the Prometheus Operator).
+var scrapeAnnotations = map[string]string{
+	"prometheus.io/scrape": "true",
+	"prometheus.io/port":   strconv.Itoa(MetricsPort),
+	"prometheus.io/path":   reloader.MetricsPath,
+}
 
 // deploymentParams are the Deployment's inputs besides the gateway.
 type deploymentParams struct {
@@ -180,6 +201,7 @@ func resources(gw *v1.APIGateway) *corev1.ResourceRequirements {
 // security context.
 func desiredDeployment(gw *v1.APIGateway, p deploymentParams) *appsv1ac.DeploymentApplyConfiguration {
 	annotations := map[string]string{PodInputsAnnotation: inputsOf(gw, p).digest()}
+	maps.Copy(annotations, scrapeAnnotations)
 	if strategy(gw) == v1.ConfigUpdateRollout {
 		annotations[ConfigHashAnnotation] = p.ConfigHash
 	}
@@ -256,6 +278,8 @@ func reloaderCommand(gw *v1.APIGateway) []string {
 		"--resolv-conf=/etc/resolv.conf",
 		"--resolver-variable=" + resolverVariable,
 		"--status-address=:" + strconv.Itoa(StatusPort),
+		"--metrics-address=:" + strconv.Itoa(MetricsPort),
+		"--metrics-log=" + metricsLog,
 		fmt.Sprintf("--shutdown-timeout=%s", ShutdownTimeout),
 		"--watch=" + strconv.FormatBool(strategy(gw) == v1.ConfigUpdateReload),
 		// Beside the template in the same volume, so the kubelet swaps
@@ -280,6 +304,7 @@ func container(gw *v1.APIGateway, p deploymentParams) *corev1ac.ContainerApplyCo
 			corev1ac.ContainerPort().WithName("http").WithContainerPort(HTTPPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName("health").WithContainerPort(HealthPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(reloaderName).WithContainerPort(StatusPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(metricsName).WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP),
 		).
 		WithReadinessProbe(probe().WithPeriodSeconds(5)).
 		WithLivenessProbe(probe().WithPeriodSeconds(10)).

@@ -55,6 +55,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "Where the pod's DNS servers are read, for the resolver variable.")
 	fs.StringVar(&cfg.ResolverVariable, "resolver-variable", render.ResolverVariable, "The template's ${...} placeholder for the DNS servers.")
 	fs.StringVar(&cfg.StatusAddress, "status-address", "", "host:port of the status server (GET "+StatusPath+"); empty: none.")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port of the metrics server (GET "+MetricsPath+"): per-route counts of the metrics log. Empty: no metrics, and no metrics log.")
+	fs.StringVar(&cfg.MetricsLog, "metrics-log", "127.0.0.1:8084", "Where nginx sends the metrics log and the reloader reads it: a UDP host:port on loopback, or unix:/path, a datagram socket.")
 	fs.StringVar(&cfg.PushIdentity, "push-identity", "", "The mounted push identity (the ConfigMap's "+push.IdentityKey+", beside --template): the key and gateway pushes to POST "+PushPath+" must match. Empty: pushes off.")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "nginx's worker_shutdown_timeout: how long connections on a replaced configuration, and all on shutdown, stay open.")
 	fs.BoolVar(&cfg.Watch, "watch", true, "Reload when the template changes; false keeps the first configuration for the container's life.")

@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"example.com/apigateway-operator/push"
+	"example.com/apigateway-operator/render"
 )
 
 // Config is how the pod template runs the reloader (its flags, see Main).
@@ -58,6 +59,10 @@ type Config struct {
 	// without the file (an operator from before pushes), where the
 	// reloader follows the template alone, as it always did.
 	PushIdentity string
+	// MetricsAddress is where the metrics server listens (host:port),
+	// MetricsLog where nginx sends the metrics log (see Metrics.Listen).
+	// Empty MetricsAddress means no metrics, and no metrics log.
+	MetricsAddress, MetricsLog string
 	// Nginx is the nginx command and its arguments (the reloader adds -g).
 	Nginx []string
 	// Stdout and Stderr receive nginx's output and the reloader's log.
@@ -73,6 +78,8 @@ type reloader struct {
 	cfg   Config
 	log   *slog.Logger
 	nginx *nginxProcess
+	// metrics counts the metrics log; nil without metrics.
+	metrics *Metrics
 	// onDisk is what the output files hold: the configuration nginx
 	// serves, or the last one it started with.
 	onDisk files
@@ -150,6 +157,13 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer stop()
 	}
+	if cfg.MetricsAddress != "" {
+		stop, err := r.startMetrics()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	changes, stopWatch, err := watch(cfg.Template, cfg.Resync, r.log)
 	if err != nil {
 		return err
@@ -180,6 +194,24 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// startMetrics listens for the metrics log and serves the metrics.
+func (r *reloader) startMetrics() (stop func(), err error) {
+	if _, err := render.ExpandMetricsLog(nil, r.cfg.MetricsLog); err != nil {
+		return nil, err
+	}
+	r.metrics = NewMetrics()
+	stopLog, err := r.metrics.Listen(r.cfg.MetricsLog, r.log)
+	if err != nil {
+		return nil, err
+	}
+	stopServer, err := serveMetrics(r.cfg.MetricsAddress, r.metrics.Handler(), r.log)
+	if err != nil {
+		stopLog()
+		return nil, err
+	}
+	return func() { stopServer(); stopLog() }, nil
+}
+
 func (r *reloader) probePath() string {
 	return filepath.Join(filepath.Dir(r.cfg.Output), "apigateway-reloader.conf")
 }
@@ -200,6 +232,9 @@ func (r *reloader) loaded(hash string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status = Status{Loaded: hash}
+	if r.metrics != nil {
+		r.metrics.Serving(r.onDisk.config)
+	}
 	r.log.Info("nginx serves the configuration", "hash", hash)
 }
 
@@ -334,6 +369,10 @@ func (r *reloader) prepare(ctx context.Context, template []byte) (string, error)
 		config: Render(template, r.cfg.ResolverVariable, Nameservers(resolvConf)),
 		probe:  probeConfig(r.cfg.ProbeSocket, hash),
 	}
+	if r.metrics != nil {
+		// Checked at start: it cannot fail here.
+		next.config, _ = render.ExpandMetricsLog(next.config, r.cfg.MetricsLog)
+	}
 	if err := r.write(next); err != nil {
 		r.refuse(hash, ReasonUnreadable, Bound(err.Error(), MaxMessage))
 		return "", errors.Join(err, r.write(r.onDisk))
@@ -341,6 +380,9 @@ func (r *reloader) prepare(ctx context.Context, template []byte) (string, error)
 	if msg, err := r.nginx.test(ctx); err != nil {
 		r.refuse(hash, ReasonNginxTestFailed, msg)
 		return "", errors.Join(err, r.write(r.onDisk))
+	}
+	if r.metrics != nil {
+		r.metrics.Loading(next.config)
 	}
 	r.onDisk = next
 	return hash, nil

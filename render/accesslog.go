@@ -109,15 +109,15 @@ func writeAccessLog(b *strings.Builder, on bool) {
 }
 
 // accessLogLine is a server's access_log directive with the log on, ""
-// with it off (the http-level off applies). A request no route answers
-// (an unknown host, an uncovered or ambiguous path) leaves the route's
-// name unset, which nginx would otherwise warn of in its error log at
-// every such request (the images log warnings): the line reads "".
+// with it off (the http-level off applies, and the server's metrics log,
+// which nginx uses instead). A request no route answers (an unknown
+// host, an uncovered or ambiguous path) leaves the route's name unset:
+// the line reads "" (metricsServerLines turns nginx's warning off).
 func accessLogLine(on bool) string {
 	if !on {
 		return ""
 	}
-	return fmt.Sprintf("    access_log %s %s;\n    uninitialized_variable_warn off;\n", accessLogTarget, accessLogFormat)
+	return fmt.Sprintf("    access_log %s %s;\n", accessLogTarget, accessLogFormat)
 }
 
 // routeName is r's name (validation.RouteMatch: pathType, host and

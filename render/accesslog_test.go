@@ -34,9 +34,10 @@ func TestRenderAccessLog(t *testing.T) {
 		notWant []string
 	}{
 		"unset": {
-			gw:      gateway("gw", routes...),
-			wantN:   map[string]int{"access_log off;": 1, "    access_log off;": 1}, // http level, the health server
-			notWant: []string{"log_format", "gateway_route", "gateway_request_path", "/dev/stdout"},
+			gw:    gateway("gw", routes...),
+			wantN: map[string]int{"access_log off;": 1, "    access_log off;": 1}, // http level, the health server
+			// The metrics log's format and route names are there (TestMetricsLog).
+			notWant: []string{"gateway_json", "gateway_request_path", "/dev/stdout"},
 		},
 		"JSON": {
 			gw: withAccessLog(gateway("gw", routes...)),

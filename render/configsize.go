@@ -71,6 +71,9 @@ const (
 	// routeLocations is the most locations a route renders to: a Prefix
 	// route has the exact path and the path and below.
 	routeLocations = 2
+	// metricsMapEntryBytes bounds a metrics map entry besides its names:
+	// indentation, quotes, ".svc.", two ports and the separators (33).
+	metricsMapEntryBytes = 40
 )
 
 // sizeBound is an upper bound of the length of m's configuration,
@@ -92,11 +95,9 @@ func (m *Gateway) sizeBound() int {
 			total += serverBytes + 2*len(r.Host)
 		}
 		total += routeSizeBound(r, ns+len(m.ClusterDomain))
-		if m.AccessLog {
-			// Each location's "set" of the route's name
-			// (validation.RouteMatch), and each rule's named location's.
-			total += (1 + len(r.Rules)) * routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
-		}
+		// Each location's "set" of the route's name
+		// (validation.RouteMatch), and each rule's named location's.
+		total += (1 + len(r.Rules)) * routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
 		backends[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
 		for _, rule := range r.Rules {
 			backends[backendKey{rule.BackendService.Name, rule.BackendService.Port}] = struct{}{}
@@ -105,10 +106,18 @@ func (m *Gateway) sizeBound() int {
 			backends[backendKey{b.Name, b.Port}] = struct{}{}
 		}
 	}
+	// The metrics log: its http-level lines, two lines
+	// (metricsServerLines) in each host's server and the default server,
+	// and one map entry per backend: `"name.namespace.svc.domain:port"
+	// "name:port";`, its name twice and the Services' DNS suffix once.
+	total += metricsLogBytes + 2*(len(hosts)+1)*lineBytes
+	for b := range backends {
+		total += 2*len(b.name) + ns + len(m.ClusterDomain) + metricsMapEntryBytes
+	}
 	if m.AccessLog {
-		// Its http-level lines, and two lines (accessLogLine) in each
-		// host's server and the default server.
-		total += accessLogBytes + 2*(len(hosts)+1)*lineBytes
+		// Its http-level lines, and a line (accessLogLine) in each host's
+		// server and the default server.
+		total += accessLogBytes + (len(hosts)+1)*lineBytes
 	}
 	return total + len(backends)*upstreamBound
 }

@@ -135,8 +135,7 @@ type location struct {
 	// and rewrite this location's rewrite directives (rewriteLines).
 	traffic *routeTraffic
 	rewrite string
-	// route is the route's name, quoted (routeName), with the access
-	// log on; "" with it off.
+	// route is the route's name, quoted (routeName).
 	route string
 	// rules are the route's rules, tried before its backendService;
 	// noFallback is set for a route without one, whose location answers
@@ -191,10 +190,12 @@ func (m *Gateway) render() (string, error) {
 	fmt.Fprintf(&b, "resolver %s valid=30s;\nresolver_timeout 5s;\n\n", resolver)
 	// http-level directives, allowed here because the image's nginx.conf
 	// includes this file inside http {}.
-	fmt.Fprintf(&b, "# Room for 253-character hosts (nginx's default fits 46) and 100 of them.\n"+
-		"server_names_hash_bucket_size %d;\nserver_names_hash_max_size %d;\n\n",
-		serverNamesHashBucketSize, serverNamesHashMaxSize)
+	fmt.Fprintf(&b, "# Room for 253-character hosts (nginx's default fits 46) and 100 of them;\n"+
+		"# for the metrics map's backend names.\n"+
+		"server_names_hash_bucket_size %d;\nserver_names_hash_max_size %d;\nmap_hash_bucket_size %d;\n\n",
+		serverNamesHashBucketSize, serverNamesHashMaxSize, mapHashBucketSize)
 	writeAccessLog(&b, m.AccessLog)
+	writeMetricsLog(&b, usedBackends(pools.labels, servers, httpBlocks))
 	writeRealIP(&b, trusted)
 	writeForwarded(&b, trusted)
 	writeUpgrade(&b)
@@ -242,7 +243,7 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 	}
 	routes := m.Sorted()
 	servers := map[string]map[string]location{}
-	pools := &upstreams{lookup: opts.ServiceAddresses, namespace: m.Namespace, servers: map[string]string{}}
+	pools := &upstreams{lookup: opts.ServiceAddresses, namespace: m.Namespace, servers: map[string]string{}, labels: map[string]string{}}
 	backendOf := func(name v1.ServiceName, port int32) string {
 		return pools.backend(name, port, fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port))
 	}
@@ -268,15 +269,14 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 			continue
 		}
 		withRules(locs, r.Route, backendOf)
-		if m.AccessLog {
-			name, err := routeName(r.Route)
-			if err != nil {
-				errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
-				continue
-			}
-			for i := range locs {
-				locs[i].route = name
-			}
+		// The route's name, for the metrics log and the access log.
+		name, err := routeName(r.Route)
+		if err != nil {
+			errs = append(errs, field.Invalid(routesPath.Index(r.Index).Child("path"), r.Path, err.Error()))
+			continue
+		}
+		for i := range locs {
+			locs[i].route = name
 		}
 		if servers[string(r.Host)] == nil {
 			servers[string(r.Host)] = map[string]location{}
@@ -550,9 +550,9 @@ func writeDefaultServer(b *strings.Builder, listen string, accessLog bool) {
 server {
     listen %s default_server;
     server_name _;
-%s    return 404;
+%s%s    return 404;
 }
-`, listen, accessLogLine(accessLog))
+`, listen, metricsServerLines, accessLogLine(accessLog))
 }
 
 // writeServer writes one host's server block, locations sorted by path:
@@ -569,7 +569,7 @@ func writeServer(b *strings.Builder, listen, host string, locs map[string]locati
 server {
     listen %s;
     server_name %s;
-%s
+%s%s
     # 400 for a raw path a backend could read as another path than the
     # one routed here: encoded / \ or ., \, #, //, . or .. segments,
     # path parameters (; %%3B), double encodings (%%25XX), invalid UTF-8.
@@ -579,7 +579,7 @@ server {
 
     proxy_http_version 1.1;
     proxy_max_temp_file_size %s;
-`, listen, serverName(host), accessLogLine(accessLog), ambiguousRequestPath, maxTempFile)
+`, listen, serverName(host), metricsServerLines, accessLogLine(accessLog), ambiguousRequestPath, maxTempFile)
 	for _, h := range sentHeaders {
 		for line := range strings.Lines(h.comment) {
 			b.WriteString("    " + line)
@@ -611,15 +611,13 @@ func writeLocation(b *strings.Builder, l location) {
 }
 
 // writeLocationBody writes l as the location named by match (its own, or
-// a rule's named location's "@..."): the route's name for the access
-// log, the dispatch to the rules, then the route's backendService, or
-// 404 when it has none.
+// a rule's named location's "@..."): the route's name for the metrics and
+// access logs, the dispatch to the rules, then the route's
+// backendService, or 404 when it has none.
 func writeLocationBody(b *strings.Builder, match string, l location) {
 	fmt.Fprintf(b, "\n    location %s {\n", match)
-	if l.route != "" {
-		// First: "rewrite ... break" ends the rewrite-module directives.
-		fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
-	}
+	// First: "rewrite ... break" ends the rewrite-module directives.
+	fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
 	b.WriteString(l.dispatch)
 	if l.noFallback {
 		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)

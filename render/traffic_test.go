@@ -113,7 +113,7 @@ func TestRenderTraffic(t *testing.T) {
 	assert.Contains(t, legacy, `rewrite "(?s)^\Q/legacy\E(/.*)" "/v2$1" break;`)
 	assert.Contains(t, section(t, config, `location = "/legacy" {`), `rewrite "^\Q/legacy\E$" "/v2/" break;`)
 	assert.Contains(t, section(t, config, `location "/plain/" {`),
-		"location \"/plain/\" {\n        set $backend \"plain.shop.svc.cluster.local:8080\";\n        proxy_pass http://$backend;\n    }")
+		"location \"/plain/\" {\n        set $gateway_route \"Prefix www.example.com/plain\";\n        set $backend \"plain.shop.svc.cluster.local:8080\";\n        proxy_pass http://$backend;\n    }")
 }
 
 // section is the location block of s that starts with start, to its

@@ -57,6 +57,9 @@ type upstreams struct {
 	lookup    ServiceAddresses
 	namespace string
 	servers   map[string]string
+	// labels maps each value backend returned to its metrics label
+	// (backendLabel).
+	labels map[string]string
 }
 
 // backend is what a location's $backend (or a split_clients value) holds
@@ -64,12 +67,23 @@ type upstreams struct {
 // Service has an address, else byName, its host:port for the resolver.
 // The port passed validation (1 to 65535).
 func (u *upstreams) backend(name v1.ServiceName, port int32, byName string) string {
+	value := u.pooled(name, port)
+	if value == "" {
+		value = byName
+	}
+	u.labels[value] = backendLabel(name, port)
+	return value
+}
+
+// pooled is the name of the upstream block of Service name on port, ""
+// when it has no address to pool to.
+func (u *upstreams) pooled(name v1.ServiceName, port int32) string {
 	if u.lookup == nil || port < 1 || port > 65535 {
-		return byName
+		return ""
 	}
 	addr, ok := u.lookup(u.namespace, string(name), port)
 	if !ok || !addr.IsValid() || addr.Zone() != "" {
-		return byName
+		return ""
 	}
 	id := upstreamName(name, port)
 	// An IP address and a port, nothing else: netip writes

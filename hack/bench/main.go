@@ -4,7 +4,7 @@
 // table and writes it as Markdown. Everything talks to 127.0.0.1 only and
 // stops by itself.
 //
-//	go run ./hack/bench -out bin/bench.md [-rows B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9,B10]
+//	go run ./hack/bench -out bin/bench.md [-rows B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9,B10,B11]
 package main
 
 import (
@@ -29,7 +29,7 @@ import (
 
 func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
-	rows := flag.String("rows", "B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9,B10", "the rows to run, comma-separated")
+	rows := flag.String("rows", "B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9,B10,B11", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
 	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5, B6, B7, B8 and B9 run (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
@@ -91,6 +91,7 @@ func steps(c config, want map[string]bool) []step {
 		{ids: []string{"B9"}, budget: 4 * time.Minute, alone: true, run: benchB9(c.operator)},
 		{ids: []string{"B8"}, budget: 4 * time.Minute, run: benchB8(c.operator)},
 		{ids: []string{"B10"}, budget: 4 * time.Minute, alone: true, run: benchB10(c.scale)},
+		{ids: []string{"B11"}, budget: 2 * time.Minute, alone: true, run: benchB11(c.scale)},
 		{ids: []string{"B5"}, budget: 4 * time.Minute, run: benchB5(c.operator)},
 		{ids: []string{"B6", "B7"}, budget: 14 * time.Minute, run: benchB6B7(c.operator, want["B6"], want["B7"])},
 		{ids: []string{"B4"}, budget: 3 * time.Minute, run: benchB4},
