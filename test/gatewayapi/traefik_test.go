@@ -229,14 +229,9 @@ type gatewayClient struct {
 	roots *x509.CertPool
 }
 
-// get sends GET target for host to the Gateway's listener for scheme
-// ("http" or "https") and returns the status and body.
-func (g gatewayClient) get(scheme, host, target string) (int, string, error) {
-	return g.send(scheme, "GET", host, target)
-}
-
 // send sends method target for host, with headers ("Name: value"), to
-// the Gateway's listener for scheme and returns the status and body.
+// the Gateway's listener for scheme ("http" or "https") and returns the
+// status and body.
 func (g gatewayClient) send(scheme, method, host, target string, headers ...string) (int, string, error) {
 	line := method + " " + target + " HTTP/1.1"
 	if scheme == "https" {
