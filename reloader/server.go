@@ -28,11 +28,16 @@ func serveStatus(addr string, status func() Status, pushes http.Handler, log *sl
 	if pushes != nil {
 		mux.Handle("POST "+PushPath, pushes)
 	}
-	// ReadTimeout bounds the whole request, a push's body included (1 MiB
-	// in 10 s is 100 KiB/s, far below a pod network): a slow sender
-	// holds the push slot that long at most. A push's handler extends its
-	// own write deadline past WriteTimeout to cover nginx -t and the
-	// reload.
+	return serve(ln, mux, "status server", log), nil
+}
+
+// serve serves mux on ln until the returned stop is called; name is the
+// server's in the log. ReadTimeout bounds the whole request, a push's
+// body included (1 MiB in 10 s is 100 KiB/s, far below a pod network): a
+// slow sender holds the push slot that long at most. A push's handler
+// extends its own write deadline past WriteTimeout to cover nginx -t and
+// the reload.
+func serve(ln net.Listener, mux *http.ServeMux, name string, log *slog.Logger) (stop func()) {
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -43,12 +48,12 @@ func serveStatus(addr string, status func() Status, pushes http.Handler, log *sl
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("status server", "error", err)
+			log.Error(name, "error", err)
 		}
 	}()
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}
 }
