@@ -86,8 +86,12 @@ func TestNamesBelowAnOwnedHost(t *testing.T) {
 	testenv.RefusedAt(t, create(t, gateway(nsB, "all", "*."+host, "/")), "spec.routes[0].host", "belongs to namespace "+nsA)
 	owner = lend(owner, "auth."+host, nsL, "/")
 	require.NoError(t, update(t, owner), "lending a name below the owner's host")
+	// The webhook decides from its cache of gateways, which sees the
+	// owner's new delegation a moment after the update returns.
 	lent := gateway(nsL, "auth", "auth."+host, "/")
-	mustCreate(t, lent)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, create(t, lent), "creating %s/%s", lent.Namespace, lent.Name)
+	}, waitFor, tick)
 	awaitAccepted(t, lent, metav1.ConditionTrue, v1.ReasonAccepted)
 
 	login, all := gateway(nsB, "login", "login."+host, "/"), gateway(nsB, "all", "*."+host, "/")
