@@ -109,7 +109,11 @@ func TestRulesInOrder(t *testing.T) {
 	id := shortID("a.b\x00= \"/x\"")
 	pick := regexp.MustCompile(`(?s)map "(\$agw_s_[0-9a-f]+)(\$agw_s_[0-9a-f]+)(\$agw_s_[0-9a-f]+)" \$agw_p_` + id + `_0 \{\n    default "";\n    "~\^1" @agw_` + id + `_0;\n    "~\^\.\{1\}1" @agw_` + id + `_1;\n    "~\^\.\{2\}1" @agw_` + id + `_1;\n\}`)
 	require.Regexp(t, pick, config)
-	assert.Contains(t, config, "location @agw_"+id+"_0 {\n        set $backend \"first.shop.svc.cluster.local:80\";")
-	assert.Contains(t, config, "location @agw_"+id+"_1 {\n        set $backend \""+upstreamName("second", 8080)+"\";")
+	// Each named location sets the route's name first, for the logs.
+	named := func(n string) string {
+		return "location @agw_" + id + "_" + n + " {\n        set $gateway_route \"Exact a.b/x\";\n        set $backend "
+	}
+	assert.Contains(t, config, named("0")+"\"first.shop.svc.cluster.local:80\";")
+	assert.Contains(t, config, named("1")+"\""+upstreamName("second", 8080)+"\";")
 	assert.Contains(t, config, "upstream "+upstreamName("second", 8080)+" {")
 }
