@@ -107,7 +107,7 @@ var modes = map[string]struct {
 	"cert-manager":                 {set: []string{"certificates.mode=certManager"}, overlays: []string{"cert-manager"}},
 	"fail-closed":                  {set: []string{"webhook.failurePolicy=Fail"}, overlays: []string{"fail-closed"}},
 	"client-auth":                  {set: []string{"webhook.clientAuth.enabled=true"}, overlays: []string{"client-auth"}},
-	"prometheusRule":               {set: []string{"metrics.prometheusRule.enabled=true"}, overlays: []string{"default", "monitoring"}},
+	"monitoring":                   {set: []string{"metrics.prometheusRule.enabled=true", "metrics.gatewayPodMonitor.enabled=true"}, overlays: []string{"default", "monitoring"}},
 }
 
 // TestModesRenderTheirOverlays proves the chart is the kustomize install:
@@ -239,7 +239,7 @@ func TestSchemaRefusesUnknownValues(t *testing.T) {
 }
 
 func TestLint(t *testing.T) {
-	all := map[string][]string{"namespaced": {"watchNamespaces={team-a,team-b}", "gatewayTrustedProxies={10.0.0.0/8}", "gatewayNetworkPolicy=true"}}
+	all := map[string][]string{"namespaced": {"watchNamespaces={team-a,team-b}", "gatewayTrustedProxies={10.0.0.0/8}", "gatewayNetworkPolicy=true", "gatewayMetricsFromNamespace=monitoring"}}
 	for name, tc := range modes {
 		all[name] = tc.set
 	}
@@ -258,7 +258,7 @@ func TestLint(t *testing.T) {
 func TestModesServerDryRun(t *testing.T) {
 	createNamespace(t)
 	env.InstallCertManagerCRDs(t)
-	installPrometheusRuleCRD(t)
+	installMonitoringCRDs(t)
 	for name, tc := range modes {
 		t.Run(name, func(t *testing.T) {
 			res := env.Kubectl(t.Context(), strings.NewReader(helmTemplate(t, tc.set...)), "apply", "--dry-run=server", "-f", "-")
@@ -464,10 +464,59 @@ spec:
                           annotations: {type: object, additionalProperties: {type: string}}
 `
 
-func installPrometheusRuleCRD(t *testing.T) {
+// podMonitorCRD is a minimal PodMonitor CRD, for the same reason and with
+// the same reach as prometheusRuleCRD: the fields our PodMonitor uses.
+const podMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: podmonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: PodMonitor, listKind: PodMonitorList, plural: podmonitors, singular: podmonitor}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            required: [selector]
+            properties:
+              namespaceSelector:
+                type: object
+                properties:
+                  any: {type: boolean}
+                  matchNames: {type: array, items: {type: string}}
+              selector:
+                type: object
+                properties:
+                  matchLabels: {type: object, additionalProperties: {type: string}}
+              podMetricsEndpoints:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    port: {type: string}
+                    path: {type: string}
+                    interval: {type: string}
+                    relabelings:
+                      type: array
+                      items: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// installMonitoringCRDs installs the Prometheus Operator's kinds the
+// monitoring overlay uses.
+func installMonitoringCRDs(t *testing.T) {
 	t.Helper()
-	res := env.Kubectl(t.Context(), strings.NewReader(prometheusRuleCRD), "apply", "-f", "-")
-	require.NoError(t, res.Err)
-	res = env.Kubectl(t.Context(), nil, "wait", "--for=condition=Established", "crd/prometheusrules.monitoring.coreos.com")
-	require.NoError(t, res.Err)
+	for crd, name := range map[string]string{prometheusRuleCRD: "prometheusrules", podMonitorCRD: "podmonitors"} {
+		res := env.Kubectl(t.Context(), strings.NewReader(crd), "apply", "-f", "-")
+		require.NoError(t, res.Err)
+		res = env.Kubectl(t.Context(), nil, "wait", "--for=condition=Established", "crd/"+name+".monitoring.coreos.com")
+		require.NoError(t, res.Err)
+	}
 }

@@ -378,6 +378,7 @@ func sameBeyondPlaceholders(a, b []*unstructured.Unstructured) error {
 var conditions = map[string]string{
 	"NetworkPolicy":  ".Values.networkPolicy.enabled",
 	"PrometheusRule": ".Values.metrics.prometheusRule.enabled",
+	"PodMonitor":     ".Values.metrics.gatewayPodMonitor.enabled",
 }
 
 const (
@@ -523,6 +524,12 @@ metrics:
     # The alerts of manifests/monitoring, as a PrometheusRule (needs the
     # Prometheus Operator's CRDs).
     enabled: false
+  gatewayPodMonitor:
+    # The scrape of every gateway pod's per-route metrics (port 8083), as
+    # the PodMonitor of manifests/monitoring (needs the Prometheus
+    # Operator's CRDs; your Prometheus must select PodMonitors in the
+    # release namespace).
+    enabled: false
 
 tracing:
   # An OTLP/gRPC collector for traces, as host:port (TLS) or
@@ -559,6 +566,11 @@ gatewayTrustedProxies: []
 # NetworkPolicies narrow who reaches the gateway pods: policies add up, and
 # this one would open the traffic port (docs/security.md).
 gatewayNetworkPolicy: false
+
+# With gatewayNetworkPolicy, the namespace (your Prometheus's) whose pods may
+# reach the gateway pods' metrics port through that policy
+# (--gateway-metrics-from-namespace). Empty: the policy keeps it closed.
+gatewayMetricsFromNamespace: ""
 
 # A PodDisruptionBudget per APIGateway of two replicas or more
 # (--gateway-disruption-budget): a node drain evicts its pods one at a

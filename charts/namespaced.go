@@ -21,6 +21,7 @@ const (
 	flagHostRelease    = "--host-release-after"
 	flagWatch          = "--watch-namespaces"
 	flagStatusFrom     = "--gateway-status-from-namespace"
+	flagMetricsFrom    = "--gateway-metrics-from-namespace"
 	flagBudget         = "--gateway-disruption-budget"
 	flagPush           = "--gateway-push"
 )
@@ -257,10 +258,13 @@ var flagActions = map[*regexp.Regexp]func(indent string) string{
 		return "{{- with .Values.hostReleaseAfter }}\n" + in +
 			`- {{ printf "` + flagHostRelease + `=%s" . | quote }}` + "\n{{- end }}"
 	},
-	// The operator's pods, in the release namespace, read the status port.
+	// The operator's pods, in the release namespace, read the status port;
+	// Prometheus's the metrics port, when its namespace is given.
 	regexp.MustCompile(`(?m)^( *)- __GATEWAY_NETWORK_POLICY__$`): func(in string) string {
 		return "{{- if .Values.gatewayNetworkPolicy }}\n" + in +
-			`- {{ printf "` + flagStatusFrom + `=%s" .Release.Namespace | quote }}` + "\n{{- end }}"
+			`- {{ printf "` + flagStatusFrom + `=%s" .Release.Namespace | quote }}` + "\n" +
+			"{{- with .Values.gatewayMetricsFromNamespace }}\n" + in +
+			`- {{ printf "` + flagMetricsFrom + `=%s" . | quote }}` + "\n{{- end }}\n{{- end }}"
 	},
 	// On by default in the operator too: only false is written out.
 	regexp.MustCompile(`(?m)^( *)- __GATEWAY_DISRUPTION_BUDGET__$`): func(in string) string {

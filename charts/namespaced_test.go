@@ -324,6 +324,10 @@ func TestOwnershipValues(t *testing.T) {
 		flagTrustedProxies+"=10.0.0.0/8,fd00::/8")
 	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayNetworkPolicy=true"))))["args"],
 		flagStatusFrom+"="+release, "the operator's pods, in the release namespace, read the status port")
+	withMetrics := managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayNetworkPolicy=true", "gatewayMetricsFromNamespace=monitoring"))))["args"]
+	assert.Contains(t, withMetrics, flagMetricsFrom+"=monitoring", "Prometheus's pods read the metrics port")
+	assert.NotContains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayMetricsFromNamespace=monitoring"))))["args"],
+		flagMetricsFrom+"=monitoring", "no metrics rule without the policy: the operator would refuse to start")
 	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayDisruptionBudget=false"))))["args"],
 		flagBudget+"=false")
 	assert.Contains(t, managerOf(t, byKey(objects(t, helmTemplate(t, "gatewayPush=false"))))["args"],
@@ -351,13 +355,13 @@ func TestChartFlagsExist(t *testing.T) {
 		args := managerOf(t, byKey(objects(t, helmTemplate(t, "certificates.mode="+mode, "webhook.clientAuth.enabled=true",
 			"tracing.otlpEndpoint=collector:4317", "namespaceOwnership=InterNamespaceAllowed",
 			"gatewayTrustedProxies={10.0.0.0/8}", "watchNamespaces={team-a}", "gatewayNetworkPolicy=true",
-			"gatewayDisruptionBudget=false"))))["args"].([]any)
+			"gatewayMetricsFromNamespace=monitoring", "gatewayDisruptionBudget=false"))))["args"].([]any)
 		var names []string
 		for _, a := range args {
 			name, _, _ := strings.Cut(a.(string), "=")
 			names = append(names, strings.TrimPrefix(name, "--"))
 		}
-		for _, want := range []string{flagOwnership, flagTrustedProxies, flagWatch, flagStatusFrom, flagBudget} {
+		for _, want := range []string{flagOwnership, flagTrustedProxies, flagWatch, flagStatusFrom, flagMetricsFrom, flagBudget} {
 			assert.Contains(t, names, strings.TrimPrefix(want, "--"), mode)
 		}
 		for _, n := range names {

@@ -34,6 +34,10 @@ type ChildOptions struct {
 	// may reach the gateway pods' status port: each gateway then gets a
 	// NetworkPolicy (desiredNetworkPolicy). Empty: none.
 	StatusFrom string
+	// MetricsFrom, when set with StatusFrom, is the namespace whose pods
+	// (Prometheus's) may reach the gateway pods' metrics port through that
+	// NetworkPolicy. Empty: the policy keeps the port closed.
+	MetricsFrom string
 	// NoDisruptionBudget turns off the PodDisruptionBudget of the
 	// gateways of two replicas or more (desiredDisruptionBudget), which
 	// the operator builds by default: the zero options build what the
@@ -94,7 +98,7 @@ type Desired struct {
 func Children(gw *v1.APIGateway, opts ChildOptions) (Desired, error) {
 	d := Desired{
 		Service:          desiredService(gw),
-		NetworkPolicy:    desiredNetworkPolicy(gw, opts.StatusFrom),
+		NetworkPolicy:    desiredNetworkPolicy(gw, opts.StatusFrom, opts.MetricsFrom),
 		DisruptionBudget: desiredDisruptionBudget(gw, opts.NoDisruptionBudget),
 	}
 	switch {

@@ -22,18 +22,23 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // (ChildOptions.StatusFrom; nil otherwise). A policy that selects a pod
 // isolates it: only the union of what the policies selecting it allow
 // gets in. So this one must allow the traffic port (from anywhere, as the
-// Service does) or the gateway would stop serving, and allows the status
-// port only from statusFrom's pods. The health port is left out: the
-// kubelet's probes come from the node, which NetworkPolicies let through.
-// Because it allows the traffic port from anywhere, it is opt-in: where
-// an admin's own policy narrows who reaches the gateway pods, adding it
-// would widen that (see docs/security.md).
-func desiredNetworkPolicy(gw *v1.APIGateway, statusFrom string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+// Service does) or the gateway would stop serving, allows the status port
+// only from statusFrom's pods, and the metrics port only from
+// metricsFrom's (Prometheus's; closed when empty). The health port is left
+// out: the kubelet's probes come from the node, which NetworkPolicies let
+// through. Because it allows the traffic port from anywhere, it is opt-in:
+// where an admin's own policy narrows who reaches the gateway pods, adding
+// it would widen that (see docs/security.md).
+func desiredNetworkPolicy(gw *v1.APIGateway, statusFrom, metricsFrom string) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	if statusFrom == "" {
 		return nil
 	}
-	port := func(name string) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
-		return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(name))
+	rules := []*networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration{
+		networkingv1ac.NetworkPolicyIngressRule().WithPorts(policyPort("http")),
+		fromNamespace(reloaderName, statusFrom),
+	}
+	if metricsFrom != "" {
+		rules = append(rules, fromNamespace(metricsName, metricsFrom))
 	}
 	return networkingv1ac.NetworkPolicy(gw.Name, gw.Namespace).
 		WithLabels(childLabels(gw)).
@@ -41,11 +46,20 @@ func desiredNetworkPolicy(gw *v1.APIGateway, statusFrom string) *networkingv1ac.
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(gw))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress).
-			WithIngress(
-				networkingv1ac.NetworkPolicyIngressRule().WithPorts(port("http")),
-				networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(reloaderName)).
-					WithFrom(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(
-						metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: statusFrom})))))
+			WithIngress(rules...))
+}
+
+// policyPort is the pods' TCP port named name.
+func policyPort(name string) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
+	return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(name))
+}
+
+// fromNamespace allows the port named port from the pods of namespace ns
+// only.
+func fromNamespace(port, ns string) *networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration {
+	return networkingv1ac.NetworkPolicyIngressRule().WithPorts(policyPort(port)).
+		WithFrom(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(
+			metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: ns})))
 }
 
 // applyNetworkPolicy applies want's NetworkPolicy, when the operator

@@ -22,29 +22,37 @@ import (
 // (the policy isolates the pods, and the Service sends from anywhere),
 // the status port from ns only, and nothing else.
 func statusPortRules(ns string) []networkingv1.NetworkPolicyIngressRule {
-	port := func(name string) []networkingv1.NetworkPolicyPort {
-		return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromString(name))}}
-	}
 	return []networkingv1.NetworkPolicyIngressRule{
-		{Ports: port("http")},
-		{Ports: port("reloader"), From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}},
+		{Ports: namedPort("http")},
+		{Ports: namedPort("reloader"), From: namespacePeer(ns)},
 	}
+}
+
+func namedPort(name string) []networkingv1.NetworkPolicyPort {
+	return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromString(name))}}
+}
+
+func namespacePeer(ns string) []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+		MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}
 }
 
 func TestDesiredNetworkPolicy(t *testing.T) {
 	gw := gateway("shop", route("shop.example.com", "/", v1.PathTypePrefix, "web", 80))
 	tests := map[string]struct {
-		statusFrom string
-		want       []networkingv1.NetworkPolicyIngressRule // nil: no policy
+		statusFrom, metricsFrom string
+		want                    []networkingv1.NetworkPolicyIngressRule // nil: no policy
 	}{
 		"off by default":             {},
 		"the operator's namespace":   {statusFrom: "apigateway-system", want: statusPortRules("apigateway-system")},
 		"another operator namespace": {statusFrom: "ops", want: statusPortRules("ops")},
+		"metrics open to Prometheus's namespace": {statusFrom: "ops", metricsFrom: "monitoring",
+			want: append(statusPortRules("ops"), networkingv1.NetworkPolicyIngressRule{Ports: namedPort("metrics"), From: namespacePeer("monitoring")})},
+		"metrics alone build no policy": {metricsFrom: "monitoring"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ac := desiredNetworkPolicy(gw, tc.statusFrom)
+			ac := desiredNetworkPolicy(gw, tc.statusFrom, tc.metricsFrom)
 			if tc.want == nil {
 				assert.Nil(t, ac)
 				return
@@ -75,6 +83,7 @@ func TestDesiredNetworkPolicyNamesTheDeploymentsPorts(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int32(StatusPort), ports["reloader"])
+	assert.Equal(t, int32(MetricsPort), ports["metrics"])
 	assert.Contains(t, ports, "http")
 }
 

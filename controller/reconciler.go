@@ -69,8 +69,8 @@ type Options struct {
 	ClusterDomain string
 	// TrustedProxies: see ChildOptions.
 	TrustedProxies []string
-	// StatusFrom: see ChildOptions.
-	StatusFrom string
+	// StatusFrom and MetricsFrom: see ChildOptions.
+	StatusFrom, MetricsFrom string
 	// NoDisruptionBudget: see ChildOptions.
 	NoDisruptionBudget bool
 	// Namespaces, when set, are the only namespaces the manager's cache
@@ -107,7 +107,7 @@ type Options struct {
 func (o Options) children() ChildOptions {
 	return ChildOptions{DefaultImage: o.DefaultImage, Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain,
 		TrustedProxies: o.TrustedProxies, ReloaderImage: o.ReloaderImage, StatusFrom: o.StatusFrom,
-		NoDisruptionBudget: o.NoDisruptionBudget}
+		MetricsFrom: o.MetricsFrom, NoDisruptionBudget: o.NoDisruptionBudget}
 }
 
 // childOptions are the options Children renders with now: the operator's,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -118,6 +119,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", trustedProxiesUsage)
 	fs.StringVar(&o.controller.StatusFrom, "gateway-status-from-namespace", "", "Namespace (the operator's) whose pods alone may reach the gateway pods' status port: each APIGateway then gets a NetworkPolicy N that allows that, and the traffic port from anywhere. "+
 		"Do not set it where your own NetworkPolicies narrow who reaches the gateway pods: policies add up, so this one would open the traffic port. Empty: no policy.")
+	fs.StringVar(&o.controller.MetricsFrom, "gateway-metrics-from-namespace", "", "Namespace (your Prometheus's) whose pods may reach the gateway pods' metrics port (8083) through the NetworkPolicy of --gateway-status-from-namespace, which needs setting too. Empty: that policy keeps the metrics port closed.")
 	fs.BoolVar(&o.disruptionBudget, "gateway-disruption-budget", true, "Give each APIGateway of two replicas or more a PodDisruptionBudget N that lets one of its pods at a time be evicted (a node drain then waits for the replacement to be Ready). "+
 		"false: none, and the ones made before are deleted; turn it off where you give the gateway pods budgets of your own, since the eviction API refuses pods that two budgets select.")
 	fs.BoolVar(&o.push, "gateway-push", true, "Push each new configuration to the gateway pods' reloaders, signed with the operator's Ed25519 key (--gateway-push-secret), so a route change is served within a second instead of at the kubelet's next sync of the ConfigMap volume (up to about a minute and a half). "+
@@ -151,8 +153,8 @@ func (o *options) complete() error {
 	}
 	o.controller.TrustedProxies = proxies
 	o.controller.NoDisruptionBudget = !o.disruptionBudget
-	if errs := validation.IsDNS1123Label(o.controller.StatusFrom); o.controller.StatusFrom != "" && len(errs) > 0 {
-		return fmt.Errorf("--gateway-status-from-namespace: %s", strings.Join(errs, "; "))
+	if err := checkNetworkPolicyFrom(o.controller.StatusFrom, o.controller.MetricsFrom); err != nil {
+		return err
 	}
 	if o.push {
 		if o.controller.PushKeySecret, err = parseObjectKey("--gateway-push-secret", "a Secret", o.pushSecret); err != nil {
@@ -391,4 +393,20 @@ func parseOwnership(s string) (ownership.Policy, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("--namespace-ownership: want %s or %s, got %q", ownership.Strict, ownership.InterNamespaceAllowed, s)
+}
+
+// checkNetworkPolicyFrom checks the namespaces the gateways' NetworkPolicy
+// lets reach the status and metrics ports: names a namespaceSelector can
+// match, and metrics only with the policy that status builds (alone it
+// would open nothing, silently).
+func checkNetworkPolicyFrom(status, metrics string) error {
+	for _, f := range []struct{ flag, ns string }{{"--gateway-status-from-namespace", status}, {"--gateway-metrics-from-namespace", metrics}} {
+		if errs := validation.IsDNS1123Label(f.ns); f.ns != "" && len(errs) > 0 {
+			return fmt.Errorf("%s: %s", f.flag, strings.Join(errs, "; "))
+		}
+	}
+	if metrics != "" && status == "" {
+		return errors.New("--gateway-metrics-from-namespace: set --gateway-status-from-namespace too: only its NetworkPolicy has the metrics port to open")
+	}
+	return nil
 }

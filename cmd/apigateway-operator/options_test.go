@@ -74,12 +74,15 @@ func TestFlagsComplete(t *testing.T) {
 		"trusted proxies": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8, 192.168.1.1"}},
 		"a trusted proxy that is no address": {args: []string{"--gateway-trusted-proxies=10.0.0.0/8,ingress-nginx"},
 			wantErr: `--gateway-trusted-proxies: trusted proxy "ingress-nginx" is not an IP address or CIDR`},
-		"a gateway network policy": {args: []string{"--gateway-status-from-namespace=apigateway-system"}},
-		"a status namespace typo":  {args: []string{"--gateway-status-from-namespace=Ops_NS"}, wantErr: `--gateway-status-from-namespace: a lowercase RFC 1123 label`},
-		"inter-namespace hosts":    {args: []string{"--namespace-ownership=InterNamespaceAllowed"}},
-		"an unknown ownership":     {args: []string{"--namespace-ownership=loose"}, wantErr: `--namespace-ownership: want Strict or InterNamespaceAllowed, got "loose"`},
-		"watched namespaces":       {args: []string{"--watch-namespaces=team-a,team-b"}},
-		"a watched namespace typo": {args: []string{"--watch-namespaces=team-a,Team_B"}, wantErr: `--watch-namespaces: "Team_B" is not a namespace name: `},
+		"a gateway network policy":   {args: []string{"--gateway-status-from-namespace=apigateway-system"}},
+		"a status namespace typo":    {args: []string{"--gateway-status-from-namespace=Ops_NS"}, wantErr: `--gateway-status-from-namespace: a lowercase RFC 1123 label`},
+		"metrics open to Prometheus": {args: []string{"--gateway-status-from-namespace=apigateway-system", "--gateway-metrics-from-namespace=monitoring"}},
+		"a metrics namespace typo":   {args: []string{"--gateway-status-from-namespace=apigateway-system", "--gateway-metrics-from-namespace=Mon"}, wantErr: `--gateway-metrics-from-namespace: a lowercase RFC 1123 label`},
+		"metrics without the policy": {args: []string{"--gateway-metrics-from-namespace=monitoring"}, wantErr: `--gateway-metrics-from-namespace: set --gateway-status-from-namespace too`},
+		"inter-namespace hosts":      {args: []string{"--namespace-ownership=InterNamespaceAllowed"}},
+		"an unknown ownership":       {args: []string{"--namespace-ownership=loose"}, wantErr: `--namespace-ownership: want Strict or InterNamespaceAllowed, got "loose"`},
+		"watched namespaces":         {args: []string{"--watch-namespaces=team-a,team-b"}},
+		"a watched namespace typo":   {args: []string{"--watch-namespaces=team-a,Team_B"}, wantErr: `--watch-namespaces: "Team_B" is not a namespace name: `},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
