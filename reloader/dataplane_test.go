@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -492,21 +493,11 @@ func TestErrorLogHasNoQueryStrings(t *testing.T) {
 	b := startBackends(t)
 	// A backend that closes every connection unanswered: nginx answers
 	// 502 and logs why, with the request.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	broken, err := netip.ParseAddrPort(dataplane.ServeConns(t, func(c net.Conn) { _ = c.Close() }))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
 	gw := b.gatewayWith()
 	gw.Spec.Routes = append(gw.Spec.Routes, v1.Route{Host: host, Path: "/broken", PathType: v1.PathTypePrefix,
-		BackendService: v1.BackendService{Name: "broken", Port: v1.PortNumber(ln.Addr().(*net.TCPAddr).Port)}})
+		BackendService: v1.BackendService{Name: "broken", Port: v1.PortNumber(broken.Port())}})
 	f := startPod(t, b, gw)
 	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8080/broken/1?token=secret", nil)
 	require.NoError(t, err)

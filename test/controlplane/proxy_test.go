@@ -11,24 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/apigateway-operator/test/dataplane"
 )
 
 // echoServer echoes every connection on 127.0.0.1 until the test ends.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
+	return dataplane.ServeConns(t, func(c net.Conn) { _, _ = io.Copy(c, c); _ = c.Close() })
 }
 
 func startProxy(t *testing.T) *Proxy {
