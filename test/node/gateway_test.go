@@ -49,6 +49,11 @@ func TestGatewayPodServes(t *testing.T) {
 	require.NoError(t, res.Err, "%s\n%s", res.Stderr, env.Kubectl(ctx, nil, "get", "agw,deploy,pods", "-n", ns, "-o", "yaml").Stdout)
 	t.Logf("gateway Live %s after its creation", time.Since(created).Round(time.Millisecond))
 	t.Logf("gateway pod Ready %s after the gateway's creation", (<-podReadyAfter).Round(time.Millisecond))
+	// Live needs one pod serving the configuration; a request through
+	// each pod needs both ready, which Ready says (seen: Live with the
+	// second pod's nginx not listening yet, on a loaded machine).
+	res = env.Kubectl(ctx, nil, "wait", "--for=condition=Ready", "agw/"+gw.Name, "-n", ns, "--timeout=2m")
+	require.NoError(t, res.Err, "%s\n%s", res.Stderr, env.Kubectl(ctx, nil, "get", "agw,deploy,pods", "-n", ns, "-o", "yaml").Stdout)
 
 	var pods corev1.PodList
 	require.NoError(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
