@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,33 @@ func TestHandler(t *testing.T) {
 			assert.ElementsMatch(t, tc.want, got)
 		})
 	}
+}
+
+// TestHandlerThen: Then hears of each event once the store holds it, a
+// tombstone as it came.
+func TestHandlerThen(t *testing.T) {
+	a1, a2 := svc("team-a", "api", "1"), svc("team-a", "api", "2")
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	var seen []string
+	stored := func() string {
+		obj, ok, _ := store.GetByKey("team-a/api")
+		if !ok {
+			return "none"
+		}
+		return obj.(*corev1.Service).ResourceVersion
+	}
+	h := Handler{Store: store, Then: toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, _ bool) { seen = append(seen, "add, store at "+stored()) },
+		UpdateFunc: func(_, obj any) { seen = append(seen, "update, store at "+stored()) },
+		DeleteFunc: func(obj any) {
+			_, tombstone := obj.(toolscache.DeletedFinalStateUnknown)
+			seen = append(seen, fmt.Sprintf("delete (tombstone %v), store at %s", tombstone, stored()))
+		},
+	}}
+	h.OnAdd(a1, true)
+	h.OnUpdate(a1, a2)
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/api", Obj: a2})
+	assert.Equal(t, []string{"add, store at 1", "update, store at 2", "delete (tombstone true), store at none"}, seen)
 }
 
 func TestSynced(t *testing.T) {
