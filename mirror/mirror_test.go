@@ -11,14 +11,14 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-func svc(ns, name, version string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: version}}
+func svc(ns, version string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", ResourceVersion: version}}
 }
 
 // TestHandler: the store holds what the informer's events leave, a
 // tombstone's object deleted too.
 func TestHandler(t *testing.T) {
-	a1, a2, b := svc("team-a", "api", "1"), svc("team-a", "api", "2"), svc("team-b", "api", "3")
+	a1, a2, b := svc("team-a", "1"), svc("team-a", "2"), svc("team-b", "3")
 	for _, tc := range []struct {
 		name   string
 		events func(h Handler)
@@ -48,7 +48,7 @@ func TestHandler(t *testing.T) {
 // TestHandlerThen: Then hears of each event once the store holds it, a
 // tombstone as it came.
 func TestHandlerThen(t *testing.T) {
-	a1, a2 := svc("team-a", "api", "1"), svc("team-a", "api", "2")
+	a1, a2 := svc("team-a", "1"), svc("team-a", "2")
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	var seen []string
 	stored := func() string {
