@@ -34,6 +34,7 @@ COPY reloader/ reloader/
 COPY render/ render/
 COPY routeindex/ routeindex/
 COPY routepath/ routepath/
+COPY services/ services/
 COPY tracing/ tracing/
 COPY webhooks/ webhooks/
 

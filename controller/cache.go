@@ -18,7 +18,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
-	"example.com/apigateway-operator/push"
 )
 
 // CacheOptions are the manager's cache options. They restrict the cache of
@@ -34,8 +33,8 @@ import (
 // managed fields as the object enters the cache), the Deployment's
 // generation and status, and the Service's ports (repairServicePorts);
 // see child.transform. Of an APIGateway, the reconciler and the
-// validating webhook's index read neither the managed fields nor kubectl's
-// last-applied configuration, which copies the whole object. Nothing else
+// validating webhook's index read neither the managed fields nor the
+// annotations (slimGateway). Nothing else
 // the operator caches has its managed fields read either.
 //
 // The HTTPRoutes are not here: the cluster may gain or lose them while the
@@ -55,10 +54,10 @@ func CacheOptions() cache.Options {
 			&policyv1.PodDisruptionBudget{}: cachedChildren(disruptionBudgetChild),
 			// Read only while --gateway-status-from is set.
 			&networkingv1.NetworkPolicy{}: cachedChildren(networkPolicyChild),
-			// The gateway pods and their ReplicaSets, which carry the pod
-			// template's labels: which pods to ask what they serve, which
-			// cannot start (stuckContainers), and whether the gateway's
-			// Deployment made them (ownPods).
+			// The gateway pods and their ReplicaSets (as metadata), which
+			// carry the pod template's labels: which pods to ask what they
+			// serve, which cannot start (stuckContainers), and whether the
+			// gateway's Deployment made them (ownPods).
 			&corev1.Pod{}:        {Label: managedSelector(), Transform: slimPod},
 			&appsv1.ReplicaSet{}: {Label: managedSelector(), Transform: slimReplicaSet},
 			&apiextensionsv1.CustomResourceDefinition{}: crdCache(),
@@ -72,13 +71,15 @@ func cachedChildren[O client.Object, A runtime.ApplyConfiguration](k child[O, A]
 }
 
 // slimGateway is the APIGateway cache's transform: it drops the managed
-// fields and kubectl's last-applied configuration. The status patch is a
-// merge patch between two copies of the cached object, so what the cache
-// lacks is never written.
+// fields and the annotations (kubectl's last-applied configuration, which
+// copies the whole object, v1alpha1's conversion data, a GitOps tool's
+// own), none of which the reconciler or the webhooks read of a cached
+// gateway: admission reads the annotations of the object under review,
+// never the cache's. The status patch is a merge patch between two copies
+// of the cached object, so what the cache lacks is never written.
 func slimGateway(obj any) (any, error) {
 	if gw, ok := obj.(*v1.APIGateway); ok {
-		gw.ManagedFields = nil
-		delete(gw.Annotations, corev1.LastAppliedConfigAnnotation)
+		gw.ManagedFields, gw.Annotations = nil, nil
 	}
 	return obj, nil
 }
@@ -191,12 +192,12 @@ func slimPod(obj any) (any, error) {
 	return obj, nil
 }
 
-// slimReplicaSet keeps of a ReplicaSet its metadata: its UID and
-// controller are what ownPods reads.
+// slimReplicaSet keeps of a ReplicaSet, which the cache holds as metadata
+// (gatewayPods), its labels (the cache lists by them), UID and
+// controller, which are what ownPods reads.
 func slimReplicaSet(obj any) (any, error) {
-	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+	if rs, ok := obj.(*metav1.PartialObjectMetadata); ok {
 		rs.ManagedFields, rs.Annotations = nil, nil
-		rs.Spec, rs.Status = appsv1.ReplicaSetSpec{}, appsv1.ReplicaSetStatus{}
 	}
 	return obj, nil
 }
@@ -206,26 +207,40 @@ func slimReplicaSet(obj any) (any, error) {
 // what is named here.
 var (
 	// A ConfigMap's data is the rendered configuration, the largest part
-	// of a child; of it the serial's rule (nextIdentity) reads the push
-	// identity and whether the template changed, for which its hash
-	// stands (templateHashKey).
+	// of a child; of it and of the push identity beside it the serial's
+	// rule (nextIdentity) reads the identity's UID and serial and whether
+	// the template changed, which the cache keeps in one entry
+	// (pushStateKey), and only while the identity is usable.
 	slimConfigMap = func(cm *corev1.ConfigMap) {
-		id, ok := cm.Data[push.IdentityKey]
-		template := cm.Data[configKey]
+		st, ok := pushStateOf(cm)
 		cm.Data, cm.BinaryData = nil, nil
 		if ok {
-			cm.Data = map[string]string{push.IdentityKey: id, templateHashKey: configHash(template)}
+			cm.Data = map[string]string{pushStateKey: st.String()}
 		}
 	}
 	// The Deployment's status and generation make the gateway's status;
-	// its template's annotations say which pods it runs (podTemplate).
+	// two of its template's annotations say which pods it runs
+	// (podTemplate, hasReloader, liveStatus); the others (the scrape
+	// annotations) nobody reads.
 	slimDeployment = func(d *appsv1.Deployment) {
-		d.Spec = appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
+		var kept map[string]string
+		for _, k := range []string{PodInputsAnnotation, ConfigHashAnnotation} {
+			if v, ok := d.Spec.Template.Annotations[k]; ok {
+				if kept == nil {
+					kept = make(map[string]string, 2)
+				}
+				kept[k] = v
+			}
+		}
+		d.Spec = appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: kept}}}
 	}
-	// repairServicePorts reads the ports.
+	// repairServicePorts reads the ports' numbers and protocols.
 	slimService = func(s *corev1.Service) {
-		s.Spec, s.Status = corev1.ServiceSpec{Ports: s.Spec.Ports}, corev1.ServiceStatus{}
+		ports := make([]corev1.ServicePort, len(s.Spec.Ports))
+		for i, p := range s.Spec.Ports {
+			ports[i] = corev1.ServicePort{Port: p.Port, Protocol: p.Protocol}
+		}
+		s.Spec, s.Status = corev1.ServiceSpec{Ports: ports}, corev1.ServiceStatus{}
 	}
 	// Nothing of a budget's is read but its metadata.
 	slimDisruptionBudget = func(b *policyv1.PodDisruptionBudget) {

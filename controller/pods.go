@@ -94,12 +94,14 @@ const (
 // the same two lists serve the pods' reports (podTargets) and the
 // containers that cannot start (stuckContainers).
 func (r *Reconciler) gatewayPods(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment) []corev1.Pod {
-	var (
-		sets appsv1.ReplicaSetList
-		pods corev1.PodList
-	)
+	var pods corev1.PodList
+	// Of a ReplicaSet, ownPods reads the metadata: the cache holds
+	// nothing else of them (a typed ReplicaSet is 1.3 KiB with an empty
+	// spec, and a Deployment keeps ten old ones).
+	sets := &metav1.PartialObjectMetadataList{}
+	sets.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
 	in, labelled := client.InNamespace(gw.Namespace), client.MatchingLabels(selectorLabels(gw))
-	if err := r.clients.cached.List(ctx, &sets, in, labelled); err != nil {
+	if err := r.clients.cached.List(ctx, sets, in, labelled); err != nil {
 		return nil
 	}
 	if err := r.clients.cached.List(ctx, &pods, in, labelled); err != nil {
@@ -121,7 +123,7 @@ type podTarget struct {
 // whatever pods its selector matches, or what a tenant wrote there:
 // neither is asked, nor reported. The owner references say which pods the
 // Deployment made.
-func ownPods(dep *appsv1.Deployment, sets []appsv1.ReplicaSet, pods []corev1.Pod) []corev1.Pod {
+func ownPods(dep *appsv1.Deployment, sets []metav1.PartialObjectMetadata, pods []corev1.Pod) []corev1.Pod {
 	ours := map[types.UID]bool{}
 	for i := range sets {
 		if c := metav1.GetControllerOf(&sets[i]); c != nil && c.UID == dep.UID {

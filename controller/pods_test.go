@@ -20,14 +20,14 @@ import (
 func TestOwnPods(t *testing.T) {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: "dep"}}
 	other := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: "other-dep"}}
-	rs := func(uid types.UID, owner *appsv1.Deployment) appsv1.ReplicaSet {
-		s := appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + string(uid), UID: uid}}
+	rs := func(uid types.UID, owner *appsv1.Deployment) metav1.PartialObjectMetadata {
+		s := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + string(uid), UID: uid}}
 		if owner != nil {
 			s.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
 		}
 		return s
 	}
-	sets := []appsv1.ReplicaSet{rs("old", dep), rs("new", dep), rs("foreign", other), rs("orphan", nil)}
+	sets := []metav1.PartialObjectMetadata{rs("old", dep), rs("new", dep), rs("foreign", other), rs("orphan", nil)}
 	pod := func(name string, set types.UID, ready bool, tweak ...func(*corev1.Pod)) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",

@@ -108,6 +108,12 @@ func (p *prober) reports(key client.ObjectKey, hash string, targets []podTarget)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gateways[key]
+	if g == nil && len(targets) == 0 {
+		// Nothing to read, nothing read before: a gateway whose pods are
+		// not up yet, or that has none, holds no entry (one per gateway
+		// adds up over thousands).
+		return nil
+	}
 	if g == nil {
 		g = &probed{}
 		p.gateways[key] = g

@@ -65,6 +65,12 @@ func TestConfigStateOf(t *testing.T) {
 	// The cache's slim form and the API server's whole one say the same.
 	slim := cm(map[string]string{configKey: "tmpl", push.IdentityKey: id})
 	slimConfigMap(slim)
+	assert.Len(t, slim.Data, 1, "one entry in place of the template and the identity")
+	again := slim.DeepCopy()
+	slimConfigMap(again)
+	assert.Equal(t, slim, again, "the transform is idempotent")
+	unusable := cm(map[string]string{configKey: "tmpl", push.IdentityKey: "{"})
+	slimConfigMap(unusable)
 	for name, tc := range map[string]struct {
 		cm   *corev1.ConfigMap
 		want configState
@@ -81,6 +87,10 @@ func TestConfigStateOf(t *testing.T) {
 			configState{exists: true, resourceVersion: "9", hash: configHash("tmpl")}},
 		"an unusable identity": {cm(map[string]string{configKey: "tmpl", push.IdentityKey: "{"}),
 			configState{exists: true, resourceVersion: "9", hash: configHash("tmpl")}},
+		"an unusable identity, slimmed: no serial, so no hash is needed": {unusable,
+			configState{exists: true, resourceVersion: "9"}},
+		"a slim form that does not parse": {cm(map[string]string{pushStateKey: "42 u-1"}),
+			configState{exists: true, resourceVersion: "9"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, configStateOf(tc.cm, "u-1"))

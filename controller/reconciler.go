@@ -112,9 +112,9 @@ func (o Options) children() ChildOptions {
 
 // childOptions are the options Children renders with now: the operator's,
 // and the backend Services' ClusterIPs as the cache holds them.
-func (r *Reconciler) childOptions(ctx context.Context) ChildOptions {
+func (r *Reconciler) childOptions() ChildOptions {
 	o := r.opts.children()
-	o.ServiceAddresses = r.backends.addresses(ctx)
+	o.ServiceAddresses = r.backends.addresses()
 	return o
 }
 
@@ -425,12 +425,12 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 			r.recorder.Eventf(gw, related, corev1.EventTypeNormal, string(act), "Apply", "%s %s %s", string(act), kind, related.GetName())
 		}
 	}
-	want, renderErr := Children(served, r.childOptions(ctx))
+	want, renderErr := Children(served, r.childOptions())
 	if renderErr != nil && served != gw {
 		// The renderer names a route by its index in the list it is
 		// given; refusing the whole spec, it names them as the user wrote
 		// them. It refuses the whole spec too: served's routes are in it.
-		if _, err := Children(gw, r.childOptions(ctx)); err != nil {
+		if _, err := Children(gw, r.childOptions()); err != nil {
 			renderErr = err
 		}
 	}

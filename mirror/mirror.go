@@ -36,10 +36,25 @@ func Namespaces(namespaces []string) map[string]cache.Config {
 // lack objects the informer has. Call it once per informer: a second call
 // adds the indexers again, which the informer refuses, or a second mirror.
 func Indexer(informer cache.Informer, indexers toolscache.Indexers) (toolscache.Indexer, <-chan struct{}, error) {
+	return IndexerThen(informer, indexers, nil)
+}
+
+// IndexerThen is Indexer, and has then told of each of the informer's
+// events once the indexer it returns holds it: a reader that an event
+// sends to that indexer finds what the event announced, which two
+// handlers of one informer do not promise each other. A nil then is
+// Indexer.
+func IndexerThen(informer cache.Informer, indexers toolscache.Indexers, then toolscache.ResourceEventHandler) (toolscache.Indexer, <-chan struct{}, error) {
 	if own, ok := informer.(interface{ GetIndexer() toolscache.Indexer }); ok {
 		if len(indexers) > 0 {
 			if err := informer.AddIndexers(indexers); err != nil {
 				return nil, nil, err
+			}
+		}
+		if then != nil {
+			// The informer updates its indexer before it tells any handler.
+			if _, err := informer.AddEventHandler(then); err != nil {
+				return nil, nil, fmt.Errorf("watching %s: %w", informer.HasSyncedChecker().Name(), err)
 			}
 		}
 		return own.GetIndexer(), nil, nil
@@ -47,7 +62,7 @@ func Indexer(informer cache.Informer, indexers toolscache.Indexers) (toolscache.
 	if indexers == nil {
 		indexers = toolscache.Indexers{}
 	}
-	m := Handler{Store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)}
+	m := Handler{Store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers), Then: then}
 	reg, err := informer.AddEventHandler(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mirroring %s: %w", informer.HasSyncedChecker().Name(), err)
@@ -74,20 +89,36 @@ func Synced(synced <-chan struct{}) bool {
 // informer's own store by the delivery of an event.
 type Handler struct {
 	Store toolscache.Store
+	// Then, when set, is told of each event after Store holds it.
+	Then toolscache.ResourceEventHandler
 }
 
 var _ toolscache.ResourceEventHandler = Handler{}
 
 // OnAdd implements toolscache.ResourceEventHandler.
-func (h Handler) OnAdd(obj any, _ bool) { _ = h.Store.Add(obj) }
+func (h Handler) OnAdd(obj any, initial bool) {
+	_ = h.Store.Add(obj)
+	if h.Then != nil {
+		h.Then.OnAdd(obj, initial)
+	}
+}
 
 // OnUpdate implements toolscache.ResourceEventHandler.
-func (h Handler) OnUpdate(_, obj any) { _ = h.Store.Update(obj) }
+func (h Handler) OnUpdate(old, obj any) {
+	_ = h.Store.Update(obj)
+	if h.Then != nil {
+		h.Then.OnUpdate(old, obj)
+	}
+}
 
 // OnDelete implements toolscache.ResourceEventHandler.
 func (h Handler) OnDelete(obj any) {
+	gone := obj
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
+		gone = tombstone.Obj
 	}
-	_ = h.Store.Delete(obj)
+	_ = h.Store.Delete(gone)
+	if h.Then != nil {
+		h.Then.OnDelete(obj)
+	}
 }

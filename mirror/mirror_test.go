@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,14 +11,14 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-func svc(ns, name, version string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: version}}
+func svc(ns, version string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", ResourceVersion: version}}
 }
 
 // TestHandler: the store holds what the informer's events leave, a
 // tombstone's object deleted too.
 func TestHandler(t *testing.T) {
-	a1, a2, b := svc("team-a", "api", "1"), svc("team-a", "api", "2"), svc("team-b", "api", "3")
+	a1, a2, b := svc("team-a", "1"), svc("team-a", "2"), svc("team-b", "3")
 	for _, tc := range []struct {
 		name   string
 		events func(h Handler)
@@ -42,6 +43,33 @@ func TestHandler(t *testing.T) {
 			assert.ElementsMatch(t, tc.want, got)
 		})
 	}
+}
+
+// TestHandlerThen: Then hears of each event once the store holds it, a
+// tombstone as it came.
+func TestHandlerThen(t *testing.T) {
+	a1, a2 := svc("team-a", "1"), svc("team-a", "2")
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	var seen []string
+	stored := func() string {
+		obj, ok, _ := store.GetByKey("team-a/api")
+		if !ok {
+			return "none"
+		}
+		return obj.(*corev1.Service).ResourceVersion
+	}
+	h := Handler{Store: store, Then: toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, _ bool) { seen = append(seen, "add, store at "+stored()) },
+		UpdateFunc: func(_, obj any) { seen = append(seen, "update, store at "+stored()) },
+		DeleteFunc: func(obj any) {
+			_, tombstone := obj.(toolscache.DeletedFinalStateUnknown)
+			seen = append(seen, fmt.Sprintf("delete (tombstone %v), store at %s", tombstone, stored()))
+		},
+	}}
+	h.OnAdd(a1, true)
+	h.OnUpdate(a1, a2)
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/api", Obj: a2})
+	assert.Equal(t, []string{"add, store at 1", "update, store at 2", "delete (tombstone true), store at none"}, seen)
 }
 
 func TestSynced(t *testing.T) {

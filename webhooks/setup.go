@@ -17,6 +17,7 @@ import (
 	"example.com/apigateway-operator/inflight"
 	"example.com/apigateway-operator/ownership"
 	"example.com/apigateway-operator/routeindex"
+	"example.com/apigateway-operator/services"
 )
 
 // Options configures the webhooks.
@@ -85,12 +86,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, ns); err != nil {
 		return fmt.Errorf("watching Namespace metadata: %w", err)
 	}
-	services, err := newServiceCache(mgr, opts.Namespaces)
+	backends, err := services.For(mgr, opts.Namespaces)
 	if err != nil {
 		return err
-	}
-	if err := mgr.Add(services.cache); err != nil {
-		return fmt.Errorf("adding the Service cache to the manager: %w", err)
 	}
 
 	budget, err := inflight.New(opts.MaxInflightBytes)
@@ -111,7 +109,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Records: mgr.GetClient(), Policy: opts.Policy,
-			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: services, GatewayAPI: opts.GatewayAPI}},
+			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: backends, GatewayAPI: opts.GatewayAPI}},
 	}}), admissionCopies, inflight.Admission))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))
 	return nil

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,9 +41,10 @@ const (
 
 // benchB6B7 runs the operator binary, with GOMEMLIMIT as the manifest
 // sets it, and measures its RSS with b6First and b6Second gateways
-// reconciled (B6, reported with withB6); with withB7, it then grows the
-// namespace to b7Gateways and sends B7's burst at the same process.
-func benchB6B7(operator string, withB6, withB7 bool) func(context.Context, *harness) ([]row, error) {
+// reconciled (B6, reported with withB6), writing its heap profile at each
+// into heapProfiles when set; with withB7, it then grows the namespace to
+// b7Gateways and sends B7's burst at the same process.
+func benchB6B7(operator, heapProfiles string, withB6, withB7 bool) func(context.Context, *harness) ([]row, error) {
 	return func(ctx context.Context, h *harness) ([]row, error) {
 		mem, err := readManifestMemory(managerManifest)
 		if err != nil {
@@ -59,8 +63,14 @@ func benchB6B7(operator string, withB6, withB7 bool) func(context.Context, *harn
 		if err != nil {
 			return nil, err
 		}
+		if err := proc.writeHeapProfile(ctx, heapProfiles, b6First); err != nil {
+			return nil, err
+		}
 		second, err := h.growTo(ctx, proc, b6First, b6Second, h.scaled(b6Wait), false)
 		if err != nil {
+			return nil, err
+		}
+		if err := proc.writeHeapProfile(ctx, heapProfiles, b6Second); err != nil {
 			return nil, err
 		}
 		var rows []row
@@ -137,6 +147,44 @@ func (h *harness) growTo(ctx context.Context, proc *operatorProcess, from, to in
 	return footprint{gateways: len(all.Items), reconciled: reconciled, took: took, rssKB: rss, hwmKB: hwm, heapBytes: heap}, err
 }
 
+// writeHeapProfile writes the operator's heap profile, taken after a
+// collection, to dir/B6-<gateways>.pprof; nothing without dir.
+func (p *operatorProcess) writeHeapProfile(ctx context.Context, dir string, gateways int) error {
+	if dir == "" {
+		return nil
+	}
+	body, err := p.heapProfile(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, fmt.Sprintf("B6-%d.pprof", gateways)), body, 0o644)
+}
+
+// heapProfile is the operator's heap profile after a collection, with
+// the query's extra parameters ("&debug=1" for text).
+func (p *operatorProcess) heapProfile(ctx context.Context, extra string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/heap?gc=1"+extra, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the operator's heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the operator's heap profile: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the operator's heap profile: %s", resp.Status)
+	}
+	return body, nil
+}
+
 // heapAlloc is the heap profile's line of runtime.MemStats.HeapAlloc.
 var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 
@@ -145,22 +193,13 @@ var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 // does not depend on when the collector last ran or what the scavenger
 // has returned, so it compares across machines and loads.
 func (p *operatorProcess) liveHeap(ctx context.Context) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/heap?gc=1&debug=1", http.NoBody)
+	body, err := p.heapProfile(ctx, "&debug=1")
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("reading the operator's heap profile: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("reading the operator's heap profile: %w", err)
-	}
 	m := heapAlloc.FindSubmatch(body)
-	if resp.StatusCode != http.StatusOK || m == nil {
-		return 0, fmt.Errorf("the operator's heap profile (%s) has no HeapAlloc", resp.Status)
+	if m == nil {
+		return 0, errors.New("the operator's heap profile has no HeapAlloc")
 	}
 	return strconv.ParseInt(string(m[1]), 10, 64)
 }

@@ -31,6 +31,7 @@ func main() {
 	out := flag.String("out", filepath.Join("bin", "bench.md"), "where to write the table as Markdown")
 	rows := flag.String("rows", "B1,B1t,B2,B3,B4,B5,B6,B7,B8,B9,B10,B11", "the rows to run, comma-separated")
 	profiles := flag.String("cpuprofile", "", "a directory to write each row's CPU profile to (<id>.pprof)")
+	heapProfiles := flag.String("heapprofile", "", "a directory to write the operator's heap profile to at each of B6's readings (B6-<gateways>.pprof, after a collection; go tool pprof -base compares two)")
 	operator := flag.String("operator", filepath.Join("bin", "apigateway-operator"), "the operator binary B5, B6, B7, B8 and B9 run (make build)")
 	duration := flag.Duration("duration", 6*time.Second, "how long B2 loads each server, in rounds")
 	scale := flag.Float64("budget-scale", 1, "multiplies each row's time budget (a slower machine)")
@@ -45,8 +46,8 @@ func main() {
 		return
 	}
 
-	err := run(context.Background(), config{out: *out, profiles: *profiles, rows: strings.Split(*rows, ","), duration: *duration,
-		operator: *operator, scale: *scale})
+	err := run(context.Background(), config{out: *out, profiles: *profiles, heapProfiles: *heapProfiles, rows: strings.Split(*rows, ","),
+		duration: *duration, operator: *operator, scale: *scale})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
@@ -56,6 +57,7 @@ func main() {
 // config is what the flags chose.
 type config struct {
 	out, profiles, operator string
+	heapProfiles            string // -heapprofile
 	rows                    []string
 	duration                time.Duration
 	scale                   float64 // of each row's budget
@@ -93,7 +95,7 @@ func steps(c config, want map[string]bool) []step {
 		{ids: []string{"B10"}, budget: 4 * time.Minute, alone: true, run: benchB10(c.scale)},
 		{ids: []string{"B11"}, budget: 2 * time.Minute, alone: true, run: benchB11(c.scale)},
 		{ids: []string{"B5"}, budget: 4 * time.Minute, run: benchB5(c.operator)},
-		{ids: []string{"B6", "B7"}, budget: 14 * time.Minute, run: benchB6B7(c.operator, want["B6"], want["B7"])},
+		{ids: []string{"B6", "B7"}, budget: 14 * time.Minute, run: benchB6B7(c.operator, c.heapProfiles, want["B6"], want["B7"])},
 		{ids: []string{"B4"}, budget: 3 * time.Minute, run: benchB4},
 		{ids: []string{"B3"}, budget: 3 * time.Minute, run: benchB3},
 	}
