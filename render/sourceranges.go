@@ -133,12 +133,36 @@ func boolDigit(b bool) int {
 	return 0
 }
 
-// sourceRangesBound bounds what r's source ranges add: the check in each
-// location, and the geo block with a line per network and per family.
+// The bytes source ranges add, measured on what writeSourceRanges
+// writes: the check is 75 bytes in each location; a geo block is 91
+// bytes besides its networks (the comment, its first line with the
+// variable's 16 hex digits, its closing brace), and a network's line is
+// the network and 8 bytes.
+const (
+	sourceCheckBytes   = 80
+	sourceGeoBytes     = 96
+	sourceNetworkBytes = 8
+)
+
+// sourceRangesBound bounds what r's source ranges add to each of its
+// locations. Their geo block, which routes with the same ranges share,
+// sizeBound counts once per distinct ranges (sourceGeoBound).
 func sourceRangesBound(r *v1.Route) (location, http int) {
-	s := r.SourceRanges
-	if s == nil {
+	if r.SourceRanges == nil {
 		return 0, 0
 	}
-	return 3 * lineBytes, (4 + len(wholeFamilies) + len(s.Allow) + len(s.Deny)) * lineBytes
+	return sourceCheckBytes, 0
+}
+
+// sourceGeoBound bounds the geo block of s: a line per network, and one
+// per family's whole network.
+func sourceGeoBound(s *v1.SourceRanges) int {
+	total := sourceGeoBytes
+	for _, f := range wholeFamilies {
+		total += len(f.String()) + sourceNetworkBytes
+	}
+	for _, c := range slices.Concat(s.Allow, s.Deny) {
+		total += len(c) + sourceNetworkBytes
+	}
+	return total
 }
