@@ -288,10 +288,10 @@ func TestRouteTableSourceRanges(t *testing.T) {
 
 	var b bytes.Buffer
 	require.NoError(t, WriteRouteTable(&b, rows))
-	want := `HOST             PATH      TYPE    GATEWAY  BACKENDS   TIMEOUTS  REWRITE  SOURCES                                           STATUS
-api.example.com  /         Prefix  shop/gw  web:80     -         -        -                                                 served
+	want := `HOST             PATH      TYPE    GATEWAY  BACKENDS   TIMEOUTS  REWRITE  SOURCES                                            STATUS
+api.example.com  /         Prefix  shop/gw  web:80     -         -        -                                                  served
 api.example.com  /office/  Prefix  shop/gw  office:80  -         -        allow 10.0.0.0/8, 2001:db8::/32; deny 10.1.0.0/16  served
-api.example.com  /open/    Prefix  shop/gw  open:80    -         -        deny 192.0.2.0/24                                 served
+api.example.com  /open/    Prefix  shop/gw  open:80    -         -        deny 192.0.2.0/24                                  served
 `
 	assert.Equal(t, want, b.String())
 	raw, err := json.Marshal(rows[1])
