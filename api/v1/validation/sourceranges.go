@@ -49,26 +49,13 @@ func validateSourceRanges(s *v1.SourceRanges, fld *field.Path) field.ErrorList {
 	if len(s.Allow) == 0 && len(s.Deny) == 0 {
 		return field.ErrorList{field.Required(fld, "allow or deny, such as {allow: [10.0.0.0/8, 2001:db8::/32]}").WithOrigin(RuleSourceRanges)}
 	}
+	// Each list is a set: eachCondition's check of a list keyed by one
+	// string, the network itself.
+	network := func(c v1.CIDR) string { return string(c) }
+	check := func(c v1.CIDR, f *field.Path) field.ErrorList { return validateCIDR(string(c), f) }
 	limits := rules()
-	var errs field.ErrorList
-	for _, l := range []struct {
-		child    string
-		cidrs    []v1.CIDR
-		maxItems int
-	}{{"allow", s.Allow, limits.sourceAllow}, {"deny", s.Deny, limits.sourceDeny}} {
-		lfld := fld.Child(l.child)
-		if len(l.cidrs) > l.maxItems {
-			errs = append(errs, field.TooMany(lfld, len(l.cidrs), l.maxItems))
-			continue
-		}
-		seen := map[v1.CIDR]int{}
-		for i, c := range l.cidrs {
-			errs = append(errs, validateCIDR(string(c), lfld.Index(i))...)
-			if seen[c]++; seen[c] == 2 {
-				errs = append(errs, field.Duplicate(lfld.Index(i), c))
-			}
-		}
-	}
+	errs := eachCondition(s.Allow, fld.Child("allow"), limits.sourceAllow, network, check)
+	errs = append(errs, eachCondition(s.Deny, fld.Child("deny"), limits.sourceDeny, network, check)...)
 	return errs.WithOrigin(RuleSourceRanges)
 }
 
