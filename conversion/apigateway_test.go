@@ -157,6 +157,27 @@ func TestV1ToV1alpha1(t *testing.T) {
 					alphaRoute("api.example.com", "/beta", "", 0),
 				}}),
 		},
+		// Source ranges are v1-only: they ride in the annotation, on the
+		// route they limit.
+		"a route with source ranges": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes: []v1.Route{
+					func() v1.Route {
+						r := hubRoute("api.example.com", "/office/", v1.PathTypePrefix, "office", 80)
+						r.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "2001:db8::/32"}, Deny: []v1.CIDR{"10.1.0.0/16"}}
+						return r
+					}(),
+					hubRoute("api.example.com", "/", v1.PathTypePrefix, "web", 80),
+				},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"routes":[` +
+				`{"host":"api.example.com","path":"/office/","pathType":"Prefix","sourceRanges":{"allow":["10.0.0.0/8","2001:db8::/32"],"deny":["10.1.0.0/16"]}},` +
+				`{"host":"api.example.com","path":"/","pathType":"Prefix"}]}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{
+					alphaRoute("api.example.com", "/office/", "office", 80),
+					alphaRoute("api.example.com", "/", "web", 80),
+				}}),
+		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},

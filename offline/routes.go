@@ -56,6 +56,9 @@ type RouteRow struct {
 	Backends      []WeightedBackend `json:"backends"`
 	Timeouts      *v1.RouteTimeouts `json:"timeouts,omitempty"`
 	RewritePrefix string            `json:"rewritePrefix,omitempty"`
+	// SourceRanges limit the client addresses the route serves
+	// (routes[].sourceRanges).
+	SourceRanges *v1.SourceRanges `json:"sourceRanges,omitempty"`
 	// Served is false when another gateway holds the route, HeldBy
 	// (namespace/name) and Reason (v1.ReasonHostOwned or
 	// v1.ReasonRouteConflict) then say which and why, or when the gateway
@@ -244,7 +247,7 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
 		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
-		Served: true,
+		SourceRanges: r.SourceRanges, Served: true,
 	}
 }
 
@@ -307,25 +310,34 @@ func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetN
 // matches (a match's conditions joined by "and", the matches by "or")
 // and "->" its backend, the rules joined by "; ", "-" for a route
 // without; BACKENDS then shows what no rule takes, "-" (404) for none.
+// A SOURCES column follows REWRITE when some route has source ranges:
+// "allow ...; deny ...", "-" for a route that serves every address.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	withRules := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Rules) > 0 })
-	rules := func(r RouteRow) string {
-		if !withRules {
-			return ""
-		}
-		return orDash(validation.RulesString(r.Rules)) + "\t"
-	}
-	header := "HOST\tPATH\tTYPE\t"
-	if withRules {
-		header += "RULES\t"
-	}
-	fmt.Fprintln(tw, header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
+	rules := optionalColumn(rows, "RULES", func(r RouteRow) string { return validation.RulesString(r.Rules) })
+	sources := optionalColumn(rows, "SOURCES", func(r RouteRow) string { return validation.SourceRangesString(r.SourceRanges) })
+	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\t"+rules.header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\t"+sources.header+"STATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, rules(r), r.Gateway,
-			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), statusText(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s%s\n", r.Host, r.Path, r.PathType, rules.cell(r), r.Gateway,
+			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), sources.cell(r), statusText(r))
 	}
 	return tw.Flush()
+}
+
+// column is a column of the route table that only some tables have: its
+// header and each row's cell, each with its tab, or "" for both.
+type column struct {
+	header string
+	cell   func(RouteRow) string
+}
+
+// optionalColumn is the column header, shown when text has something to
+// say of some row: each row's text, or "-".
+func optionalColumn(rows []RouteRow, header string, text func(RouteRow) string) column {
+	if !slices.ContainsFunc(rows, func(r RouteRow) bool { return text(r) != "" }) {
+		return column{cell: func(RouteRow) string { return "" }}
+	}
+	return column{header: header + "\t", cell: func(r RouteRow) string { return orDash(text(r)) + "\t" }}
 }
 
 // backendsText is "user-service:8080" for one backend, and each with its

@@ -275,3 +275,26 @@ api.example.com  /users/   Prefix  -                                            
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"rules":[{"matches":[{"headers":[{"name":"X-Canary","type":"Exact","value":"always"}]},{"method":"GET","cookies":[{"name":"session","value":"beta"}]}],"backendService":{"name":"canary","port":8080}},`)
 }
+
+// TestRouteTableSourceRanges: a route with source ranges shows them in a
+// SOURCES column, allow then deny, and "-" for a route that serves every
+// address; the JSON has them as the spec writes them.
+func TestRouteTableSourceRanges(t *testing.T) {
+	office := rt("api.example.com", "/office/", v1.PathTypePrefix, "office", 80)
+	office.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "2001:db8::/32"}, Deny: []v1.CIDR{"10.1.0.0/16"}}
+	open := rt("api.example.com", "/open/", v1.PathTypePrefix, "open", 80)
+	open.SourceRanges = &v1.SourceRanges{Deny: []v1.CIDR{"192.0.2.0/24"}}
+	rows := Routes([]v1.APIGateway{agw("shop", "gw", office, open, rt("api.example.com", "/", v1.PathTypePrefix, "web", 80))}, RouteOptions{})
+
+	var b bytes.Buffer
+	require.NoError(t, WriteRouteTable(&b, rows))
+	want := `HOST             PATH      TYPE    GATEWAY  BACKENDS   TIMEOUTS  REWRITE  SOURCES                                            STATUS
+api.example.com  /         Prefix  shop/gw  web:80     -         -        -                                                  served
+api.example.com  /office/  Prefix  shop/gw  office:80  -         -        allow 10.0.0.0/8, 2001:db8::/32; deny 10.1.0.0/16  served
+api.example.com  /open/    Prefix  shop/gw  open:80    -         -        deny 192.0.2.0/24                                  served
+`
+	assert.Equal(t, want, b.String())
+	raw, err := json.Marshal(rows[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"sourceRanges":{"allow":["10.0.0.0/8","2001:db8::/32"],"deny":["10.1.0.0/16"]}`)
+}

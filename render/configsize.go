@@ -87,8 +87,17 @@ func (m *Gateway) sizeBound() int {
 	total := fileBytes + ns + len(m.Name)
 	hosts := make(map[v1.Hostname]struct{}, len(m.Routes))
 	backends := map[backendKey]struct{}{}
+	geos := map[string]struct{}{}
 	for i := range m.Routes {
 		r := m.Routes[i].Route
+		if s := r.SourceRanges; s != nil {
+			// Routes with the same ranges share a geo block.
+			key := validation.SourceRangesString(s)
+			if _, seen := geos[key]; !seen {
+				geos[key] = struct{}{}
+				total += sourceGeoBound(s)
+			}
+		}
 		if _, ok := hosts[r.Host]; !ok {
 			hosts[r.Host] = struct{}{}
 			// A wildcard's server_name escapes each '.'.

@@ -50,13 +50,20 @@ func (n *nginxProcess) logs() string { return n.Logs() }
 // and runs nginx on it until the test ends.
 func startNginx(t *testing.T, bin string, render func(Options) (string, error), resolver string) *nginxProcess {
 	t.Helper()
-	opts := Options{Resolvers: []string{resolver}, listenAddress: "127.0.0.1", httpPort: ports.For(t), healthPort: ports.For(t)}
+	return startNginxOn(t, bin, "127.0.0.1", render, resolver)
+}
+
+// startNginxOn is startNginx listening on address (such as ::1) instead
+// of 127.0.0.1.
+func startNginxOn(t *testing.T, bin, address string, render func(Options) (string, error), resolver string) *nginxProcess {
+	t.Helper()
+	opts := Options{Resolvers: []string{resolver}, listenAddress: address, httpPort: ports.For(t), healthPort: ports.For(t)}
 	config, err := render(opts)
 	require.NoError(t, err)
 	n := &nginxProcess{
 		opts:       opts,
-		httpAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.httpPort)),
-		healthAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.healthPort)),
+		httpAddr:   net.JoinHostPort(address, strconv.Itoa(opts.httpPort)),
+		healthAddr: net.JoinHostPort(address, strconv.Itoa(opts.healthPort)),
 	}
 	n.Nginx, err = dataplane.StartNginx(t, bin, config, n.healthAddr, HealthPath)
 	require.NoError(t, err)

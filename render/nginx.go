@@ -322,7 +322,7 @@ func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int3
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
 // serve a location in servers: a route that lost every location to
 // another (the same match) needs none, and its names would repeat the
-// winner's.
+// winner's. Routes with the same source ranges share one geo block.
 func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraffic) string {
 	used := map[*routeTraffic]bool{}
 	for _, locs := range servers {
@@ -331,9 +331,14 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 		}
 	}
 	var b strings.Builder
+	geos := map[string]bool{}
 	for _, t := range traffic {
 		if used[t] {
 			b.WriteString(t.http)
+			if t.sourceGeo != "" && !geos[t.sourceGeo] {
+				geos[t.sourceGeo] = true
+				b.WriteString(t.sourceGeo)
+			}
 		}
 	}
 	return b.String()
@@ -612,12 +617,13 @@ func writeLocation(b *strings.Builder, l location) {
 
 // writeLocationBody writes l as the location named by match (its own, or
 // a rule's named location's "@..."): the route's name for the metrics and
-// access logs, the dispatch to the rules, then the route's
-// backendService, or 404 when it has none.
+// access logs, the 403 of its source ranges, the dispatch to the rules,
+// then the route's backendService, or 404 when it has none.
 func writeLocationBody(b *strings.Builder, match string, l location) {
 	fmt.Fprintf(b, "\n    location %s {\n", match)
 	// First: "rewrite ... break" ends the rewrite-module directives.
 	fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
+	b.WriteString(l.traffic.sourceCheck)
 	b.WriteString(l.dispatch)
 	if l.noFallback {
 		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)

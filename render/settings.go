@@ -85,6 +85,14 @@ var trafficSettings = []trafficSetting{
 		},
 	},
 	{
+		field: "sourceRanges",
+		set:   func(r *v1.Route) bool { return r.SourceRanges != nil },
+		write: func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
+			return writeSourceRanges(w.t, r.SourceRanges, fld)
+		},
+		bound: func(r *v1.Route, _ int) (int, int) { return sourceRangesBound(r) },
+	},
+	{
 		field: "rateLimit",
 		set:   func(r *v1.Route) bool { return r.RateLimit != nil },
 		write: func(w *trafficWriter, r *v1.Route, _ *field.Path) field.ErrorList {

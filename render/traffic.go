@@ -65,6 +65,11 @@ type routeTraffic struct {
 	split string
 	// rewritePrefix is the route's quoted-safe rewritePrefix, "" for none.
 	rewritePrefix string
+	// sourceGeo is the geo block of the route's source ranges, written
+	// once per gateway for routes with the same ranges, and sourceCheck
+	// the location's lines that refuse what it refuses; "" for none
+	// (sourceranges.go).
+	sourceGeo, sourceCheck string
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed

@@ -120,7 +120,8 @@ func TestRenderTraffic(t *testing.T) {
 // closing brace.
 func section(t *testing.T, s, start string) string {
 	t.Helper()
-	const end = "    }"
+	// A line of its own: a location's own blocks (an if) close deeper.
+	const end = "\n    }"
 	i := strings.Index(s, start)
 	require.GreaterOrEqual(t, i, 0, "%q not found", start)
 	j := strings.Index(s[i:], end)

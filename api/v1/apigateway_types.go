@@ -318,6 +318,13 @@ type Route struct {
 	// +optional
 	MaxBodySize string `json:"maxBodySize,omitempty"`
 
+	// sourceRanges limit which client addresses the route serves (the
+	// peer's, or the one a front proxy the operator trusts reported); the
+	// others are answered 403, before the route's rules, rate limit and
+	// backends.
+	// +optional
+	SourceRanges *SourceRanges `json:"sourceRanges,omitempty"`
+
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.
 	// +optional

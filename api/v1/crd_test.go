@@ -110,6 +110,13 @@ func TestSchemaRejects(t *testing.T) {
 			spec:    "ingressClassName: Not_A_Class\n" + routes(route("api.example.com", "/", "Prefix", "svc", 80)),
 			wantErr: []string{`spec.ingressClassName: Invalid value: "Not_A_Class": must be the name of an IngressClass`},
 		},
+		"a source range not in canonical form, and one twice": {
+			spec: routes(route("api.example.com", "/", "Prefix", "svc", 80) + "  sourceRanges: {allow: [10.0.0.1/8], deny: [2001:db8::/32, 2001:db8::/32]}\n"),
+			wantErr: []string{
+				`spec.routes[0].sourceRanges.allow[0]: Invalid value: "10.0.0.1/8": must be a network in canonical form`,
+				`spec.routes[0].sourceRanges.deny[1]: Duplicate value: "2001:db8::/32"`,
+			},
+		},
 		"wildcard over a top-level domain": {
 			spec:    routes(route("*.com", "/", "Prefix", "svc", 80)),
 			wantErr: []string{`spec.routes[0].host: Invalid value: "*.com": a wildcard must keep at least two labels after '*.', as in *.example.com`},

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -45,6 +47,33 @@ func Enter() (code int, done bool, err error) {
 		return 1, true, fmt.Errorf("running the tests under unshare -n: %w", err)
 	}
 	return 0, true, nil
+}
+
+// Isolated runs the top-level test t again, alone, in a network namespace
+// of its own (Enter's, with loopback up), and reports whether this is
+// that run: there it returns true and t goes on, free to give loopback
+// addresses (ip addr add ... dev lo) the machine never sees. Outside, it
+// waits for the run, fails t with its output if it failed, and returns
+// false: t then has nothing left to do.
+func Isolated(t *testing.T) bool {
+	t.Helper()
+	if Inside() {
+		if err := Run("ip", "link", "set", "lo", "up"); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("a network namespace needs root (unshare -n); running as uid %d", os.Geteuid())
+	}
+	cmd := exec.Command("unshare", "-n", "--", os.Args[0], "-test.run", "^"+regexp.QuoteMeta(t.Name())+"$", "-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), insideEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s in a network namespace of its own: %v\n%s", t.Name(), err, out)
+	}
+	t.Logf("in a network namespace of its own:\n%s", out)
+	return false
 }
 
 // AddLoopbackAddress gives this namespace's loopback the address ip/32.

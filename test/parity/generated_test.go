@@ -339,10 +339,29 @@ func route(rng *rand.Rand, version string) map[string]any {
 			delete(r, "backendService")
 		}
 	}
+	if rng.IntN(8) == 0 {
+		r["sourceRanges"] = sourceRanges(rng)
+	}
 	if rng.IntN(40) == 0 {
 		r["weight"] = int64(1) // an unknown field
 	}
 	return r
+}
+
+// sourceRanges are a route's source ranges: allow, deny, both or neither,
+// two networks each (the same one twice, sometimes), of both families,
+// canonical or not.
+func sourceRanges(rng *rand.Rand) map[string]any {
+	cidr := func() any {
+		return draw(rng, []string{"10.0.0.0/8", "203.0.113.7/32", "2001:db8::/32", "::/0"}, []string{"10.0.0.1/8", "2001:DB8::/32", "10.0.0.0", ""})
+	}
+	s := map[string]any{}
+	for _, list := range []string{"allow", "deny"} {
+		if rng.IntN(2) == 0 {
+			s[list] = []any{cidr(), cidr()}
+		}
+	}
+	return s
 }
 
 // rule is one of a route's rules: one match of one kind of condition,

@@ -92,7 +92,8 @@ func validateMatch(m *v1.RequestMatch, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// eachCondition checks a list of conditions keyed by name: at most
+// eachCondition checks a list of conditions keyed by name (or a set, keyed
+// by its strings): at most
 // maxItems, each name once as written (the list is a map keyed by name:
 // a repeated name is reported once, at its second entry, as the API
 // server reports it), each entry by check.

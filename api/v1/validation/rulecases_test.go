@@ -239,6 +239,64 @@ func trafficCases(add addCase) {
 	}
 	rewriteCases(add)
 	headerCases(add)
+	sourceRangeCases(add)
+}
+
+// sourceRangeCases: each way of writing a network (canonical or not, of
+// both families), in allow and in deny, the hostile strings, each list's
+// bound, repeated entries and an empty sourceRanges.
+func sourceRangeCases(add addCase) {
+	cidrs := map[string]bool{
+		"10.0.0.0/8": true, "0.0.0.0/0": true, "::/0": true, "203.0.113.7/32": true, "2001:db8::/32": true,
+		"2001:db8::1/128": true, "fe80::/10": true, "64:ff9b::/96": true, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128": true,
+		// Bits past the prefix length, upper case, zeros not compressed
+		// or leading, no prefix length, too long a prefix, IPv4-mapped,
+		// a zone, spaces.
+		"10.0.0.1/8": false, "2001:DB8::/32": false, "2001:db8:0::/48": false, "2001:0db8::/32": false,
+		"0:0:0:0:0:0:0:0/0": false, "10.0.0.0": false, "2001:db8::1": false, "010.0.0.0/8": false, "10.0.0.0/08": false,
+		"10.0.0.0/33": false, "::/129": false, "::ffff:10.0.0.0/104": false, "::ffff:0:0/96": false,
+		"fe80::1%eth0/128": false, " 10.0.0.0/8": false, "10.0.0.0/8 ": false, "10.0.0.0/8,10.1.0.0/16": false,
+		"": false, strings.Repeat("1", 44): false, "10.0.0.0/8;": false,
+	}
+	for _, s := range validationtest.HostileStrings() {
+		cidrs["10.0.0.0/8"+s] = false
+	}
+	for value, valid := range cidrs {
+		add("sourceRanges.allow", value, valid, func(tc *ruleCase) {
+			tc.route.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{v1.CIDR(value)}}
+		})
+		add("sourceRanges.deny", value, valid, func(tc *ruleCase) {
+			tc.route.SourceRanges = &v1.SourceRanges{Deny: []v1.CIDR{"192.0.2.0/24", v1.CIDR(value)}}
+		})
+	}
+	networks := func(n int) []v1.CIDR {
+		out := make([]v1.CIDR, n)
+		for i := range out {
+			out[i] = v1.CIDR(fmt.Sprintf("10.%d.0.0/16", i))
+		}
+		return out
+	}
+	for value, tc := range map[string]struct {
+		ranges v1.SourceRanges
+		valid  bool
+	}{
+		"64 allowed":                  {ranges: v1.SourceRanges{Allow: networks(64)}, valid: true},
+		"65 allowed":                  {ranges: v1.SourceRanges{Allow: networks(65)}},
+		"64 denied":                   {ranges: v1.SourceRanges{Deny: networks(64)}, valid: true},
+		"65 denied":                   {ranges: v1.SourceRanges{Deny: networks(65)}},
+		"64 each":                     {ranges: v1.SourceRanges{Allow: networks(64), Deny: networks(64)}, valid: true},
+		"allowed twice":               {ranges: v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "10.0.0.0/8"}}},
+		"denied three times":          {ranges: v1.SourceRanges{Deny: []v1.CIDR{"10.0.0.0/8", "::/0", "10.0.0.0/8", "10.0.0.0/8"}}},
+		"a bad network twice":         {ranges: v1.SourceRanges{Deny: []v1.CIDR{"10.0.0.1/8", "10.0.0.1/8"}}},
+		"allowed and denied":          {ranges: v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8"}, Deny: []v1.CIDR{"10.0.0.0/8"}}, valid: true},
+		"denied inside allowed":       {ranges: v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8"}, Deny: []v1.CIDR{"10.1.0.0/16"}}, valid: true},
+		"neither list":                {},
+		"both families, both lists":   {ranges: v1.SourceRanges{Allow: []v1.CIDR{"0.0.0.0/0", "::/0"}, Deny: []v1.CIDR{"192.0.2.0/24", "2001:db8::/32"}}, valid: true},
+		"a bad network in each list":  {ranges: v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.1/8"}, Deny: []v1.CIDR{"2001:DB8::/32"}}},
+		"a bad network past the good": {ranges: v1.SourceRanges{Allow: append(networks(3), "10.0.0.0")}},
+	} {
+		add("sourceRanges", value, tc.valid, func(p *ruleCase) { p.route.SourceRanges = &tc.ranges })
+	}
 }
 
 func backendCases(add addCase) {

@@ -46,6 +46,10 @@ const (
 	// RuleRateLimit: a route's rateLimit allows 1 to 10000 requests per
 	// second, with a burst of 0 to 10000.
 	RuleRateLimit = "routes.rateLimit"
+	// RuleSourceRanges: a route's sourceRanges hold allow or deny, each at
+	// most 64 distinct IPv4 or IPv6 networks in canonical form
+	// (CanonicalCIDR).
+	RuleSourceRanges = "routes.sourceRanges"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match
 	// has at least one condition: at most 8 headers (valid names, not

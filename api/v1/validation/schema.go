@@ -42,10 +42,12 @@ type schemaRules struct {
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
 	matchName, queryValue, cookieValue                           stringRule
+	cidr                                                         stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
+	sourceAllow, sourceDeny                                                          int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	matchTypes, methods                                                []string
@@ -92,6 +94,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		matchName:        c.stringRule(route+"rules[].matches[].cookies[].name", true),
 		queryValue:       c.stringRule(route+"rules[].matches[].queryParams[].value", true),
 		cookieValue:      c.stringRule(route+"rules[].matches[].cookies[].value", true),
+		cidr:             c.stringRule(route+"sourceRanges.allow[]", false),
 
 		routes:             c.maxItems("routes"),
 		tls:                c.maxItems("tls"),
@@ -108,6 +111,8 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		matchHeaders:       c.maxItems(route + "rules[].matches[].headers"),
 		matchQueryParams:   c.maxItems(route + "rules[].matches[].queryParams"),
 		matchCookies:       c.maxItems(route + "rules[].matches[].cookies"),
+		sourceAllow:        c.maxItems(route + "sourceRanges.allow"),
+		sourceDeny:         c.maxItems(route + "sourceRanges.deny"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),

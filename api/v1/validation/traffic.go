@@ -40,6 +40,7 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 			"must be a size in nginx's notation: up to 4 digits, optionally followed by k, m or g, such as 10m; 0 accepts any size").WithOrigin(RuleMaxBodySize))
 	}
 	errs = append(errs, validateRateLimit(r.RateLimit, routeRateLimit)...)
+	errs = append(errs, validateSourceRanges(r.SourceRanges, routeSourceRanges)...)
 	return errs
 }
 

@@ -296,6 +296,43 @@ func TestValidate(t *testing.T) {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService = v1.BackendService{} },
 			want:   []wantErr{{"spec.routes[0].backendService", required, "or rules that pick one", RuleRules}},
 		},
+		"source ranges, both families, a deny inside an allow": {mutate: func(gw *v1.APIGateway) {
+			gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "2001:db8::/32"}, Deny: []v1.CIDR{"10.1.0.0/16"}}
+		}},
+		"a source range with bits past its prefix": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.1/8"}}
+			},
+			want: []wantErr{{"spec.routes[0].sourceRanges.allow[0]", invalid, `did you mean "10.0.0.0/8"?`, RuleSourceRanges}},
+		},
+		"a source range in upper case": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Deny: []v1.CIDR{"2001:DB8:0::/48"}}
+			},
+			want: []wantErr{{"spec.routes[0].sourceRanges.deny[0]", invalid, `did you mean "2001:db8::/48"?`, RuleSourceRanges}},
+		},
+		"a bare address as a source range": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Deny: []v1.CIDR{"203.0.113.7"}}
+			},
+			want: []wantErr{{"spec.routes[0].sourceRanges.deny[0]", invalid, "a single address is a /32 (IPv4) or /128 (IPv6) network", RuleSourceRanges}},
+		},
+		"an IPv4-mapped source range": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Deny: []v1.CIDR{"::ffff:10.0.0.0/104"}}
+			},
+			want: []wantErr{{"spec.routes[0].sourceRanges.deny[0]", invalid, "not IPv4-mapped", RuleSourceRanges}},
+		},
+		"a source range twice": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "::/0", "10.0.0.0/8"}}
+			},
+			want: []wantErr{{"spec.routes[0].sourceRanges.allow[2]", duplicate, "", RuleSourceRanges}},
+		},
+		"empty source ranges": {
+			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{} },
+			want:   []wantErr{{"spec.routes[0].sourceRanges", required, "allow or deny", RuleSourceRanges}},
+		},
 		"a rule with an empty match": {
 			mutate: func(gw *v1.APIGateway) {
 				gw.Spec.Routes[0].Rules = []v1.RouteRule{{Matches: []v1.RequestMatch{{}}, BackendService: v1.BackendService{Name: "canary", Port: 80}}}

@@ -64,6 +64,9 @@ func EverySetting(r v1.Route) v1.Route {
 	}
 	r.MaxBodySize = "10m"
 	r.RateLimit = &v1.RateLimit{RequestsPerSecond: 100, Burst: 50}
+	// Documentation networks only (RFC 5737, RFC 3849), so traffic sent
+	// through such routes is never refused.
+	r.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"0.0.0.0/0", "::/0"}, Deny: []v1.CIDR{"192.0.2.0/24", "2001:db8::/32"}}
 	return r
 }
 
