@@ -83,6 +83,21 @@ type Metrics struct {
 	// and backends their union, raw value to label.
 	served, previous, candidate labelSet
 	routes, backends            map[string]string
+	// series are the counter and histograms of each route and backend
+	// seen, raw values to series, resolved once: a line then costs two
+	// map reads instead of hashing its labels three times
+	// (WithLabelValues), the reloader's share of what the metrics cost
+	// each request (B11). relabel empties it.
+	series map[string]map[string]*routeSeries
+}
+
+// routeSeries are one route's and backend's series: the requests
+// counter by status class and the upstream histogram, each resolved at
+// its first line, and the route's duration histogram. The fields are
+// written under Metrics.mu's write lock only.
+type routeSeries struct {
+	requests           [len(statusClasses)]prometheus.Counter
+	duration, upstream prometheus.Observer
 }
 
 // labelSet is what a configuration's lines may name.
@@ -164,6 +179,7 @@ func (m *Metrics) relabel() {
 		}
 	}
 	m.routes, m.backends = routes, backends
+	m.series = map[string]map[string]*routeSeries{}
 }
 
 // labelValue is s cut to maxLabel bytes on a character boundary, with a
@@ -189,22 +205,60 @@ func (m *Metrics) Record(line []byte) {
 		return
 	}
 	m.mu.RLock()
+	s := m.series[string(l.route)][string(l.backend)]
+	var requests prometheus.Counter
+	var upstream prometheus.Observer
+	if s != nil {
+		requests, upstream = s.requests[l.class], s.upstream
+	}
+	m.mu.RUnlock()
+	if requests == nil || (l.upstream && upstream == nil) {
+		var reason string
+		if s, reason = m.resolve(l); reason != "" {
+			m.dropped.WithLabelValues(reason).Inc()
+			return
+		}
+		requests, upstream = s.requests[l.class], s.upstream
+	}
+	requests.Inc()
+	s.duration.Observe(l.requestTime)
+	if l.upstream {
+		upstream.Observe(l.upstreamTime)
+	}
+}
+
+// resolve finds or makes the series of l's route, backend and class (and
+// upstream histogram, for a line that reached a backend: a series appears
+// with its first line, as before), or says why the line is dropped: a
+// route or backend the configurations have not.
+func (m *Metrics) resolve(l logLine) (s *routeSeries, dropped string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	route, routeOK := m.routes[string(l.route)]
 	backend, backendOK := m.backends[string(l.backend)]
-	m.mu.RUnlock()
 	switch {
 	case !routeOK:
-		m.dropped.WithLabelValues(DropUnknownRoute).Inc()
-		return
+		return nil, DropUnknownRoute
 	case !backendOK:
-		m.dropped.WithLabelValues(DropUnknownBackend).Inc()
-		return
+		return nil, DropUnknownBackend
 	}
-	m.requests.WithLabelValues(route, backend, statusClasses[l.class]).Inc()
-	m.duration.WithLabelValues(route).Observe(l.requestTime)
-	if l.upstream {
-		m.upstream.WithLabelValues(route).Observe(l.upstreamTime)
+	byBackend := m.series[string(l.route)]
+	if byBackend == nil {
+		byBackend = map[string]*routeSeries{}
+		m.series[string(l.route)] = byBackend
 	}
+	s = byBackend[string(l.backend)]
+	if s == nil {
+		s = &routeSeries{duration: m.duration.WithLabelValues(route)}
+		byBackend[string(l.backend)] = s
+	}
+	if s.requests[l.class] == nil {
+		s.requests[l.class] = m.requests.WithLabelValues(route, backend, statusClasses[l.class])
+	}
+	if l.upstream && s.upstream == nil {
+		s.upstream = m.upstream.WithLabelValues(route)
+	}
+	return s, ""
 }
 
 // statusClasses are the status_class labels, by the status's first digit.
