@@ -26,10 +26,7 @@ func (r *reloader) servePush(ctx context.Context) http.HandlerFunc {
 		}
 		// The slot is taken before the body is read, so that at most one
 		// envelope is in memory whoever sends.
-		select {
-		case r.pushing <- struct{}{}:
-			defer func() { <-r.pushing }()
-		default:
+		if !r.takePushSlot(req.Context()) {
 			// Closing the connection answers at once: otherwise the
 			// server reads the unread body (up to 256 KiB) before it
 			// writes the answer, and a sender that waits for the answer
@@ -39,6 +36,8 @@ func (r *reloader) servePush(ctx context.Context) http.HandlerFunc {
 			http.Error(w, "another push is being processed; retry", http.StatusTooManyRequests)
 			return
 		}
+		defer func() { <-r.pushing }()
+		steps.done("queue")
 		envelope, err := io.ReadAll(http.MaxBytesReader(w, req.Body, push.MaxEnvelope))
 		var over *http.MaxBytesError
 		switch {
@@ -63,6 +62,40 @@ func (r *reloader) servePush(ctx context.Context) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(r.snapshot())
 	}
+}
+
+// pushQueueWait bounds how long a push waits in line for the push slot.
+// The server's ReadTimeout (10 s) runs from the request's start, so the
+// body has at least the other half of it (1 MiB in 5 s is 200 KiB/s).
+const pushQueueWait = 5 * time.Second
+
+// takePushSlot takes the push slot, waiting for it, body unread, in the
+// one place in line while the sender waits, at most pushQueueWait; false
+// when the place is taken too, or the wait ends. A change made right
+// after the previous one is served finds that push still in hand (the
+// old workers retiring, some 100 ms): it goes on as soon as it ends,
+// where a 429 would cost the operator's backoff, 0.2 s or more.
+func (r *reloader) takePushSlot(ctx context.Context) bool {
+	select {
+	case r.pushing <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case r.queued <- struct{}{}:
+		defer func() { <-r.queued }()
+	default:
+		return false
+	}
+	wait := time.NewTimer(pushQueueWait)
+	defer wait.Stop()
+	select {
+	case r.pushing <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-wait.C:
+	}
+	return false
 }
 
 var tooLarge = fmt.Sprintf("a push is at most %d bytes (push.MaxEnvelope)", push.MaxEnvelope)

@@ -90,9 +90,10 @@ type reloader struct {
 	// served is where what nginx serves came from, and volume the last
 	// UID and serial read from the volume (both under applying).
 	served, volume served
-	// pushing is the one push slot: a push that finds it taken is turned
-	// away at once rather than queued.
-	pushing chan struct{}
+	// pushing is the one push slot, and queued the one place in line
+	// for it (takePushSlot): a push that finds both taken is turned away
+	// at once.
+	pushing, queued chan struct{}
 
 	mu     sync.Mutex
 	status Status
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r := &reloader{
 		cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil)),
-		applying: make(chan struct{}, 1), pushing: make(chan struct{}, 1),
+		applying: make(chan struct{}, 1), pushing: make(chan struct{}, 1), queued: make(chan struct{}, 1),
 	}
 	r.nginx = newNginx(cfg.Nginx, cfg.ShutdownTimeout, cfg.ProbeSocket, cfg.Stdout, cfg.Stderr)
 	// Held until nginx serves: a push before that waits, or is turned

@@ -204,10 +204,11 @@ func (s *steadyStream) stop() {
 }
 
 // pushSteps are the steps a reloader's push log line times, in order
-// (reloader.servePush): the body read, the signature checked, the wait
+// (reloader.servePush): the wait in line for the push slot, the body
+// read, the signature checked, the wait
 // for a load in progress, nginx -t, the HUP until the new workers serve,
 // until the old ones no longer accept.
-var pushSteps = []string{"read", "verify", "wait", "test", "serve", "retire"}
+var pushSteps = []string{"queue", "read", "verify", "wait", "test", "serve", "retire"}
 
 // pushLine is a reloader's log line of one push: when it was written and
 // how long each step took.
