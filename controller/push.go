@@ -271,9 +271,10 @@ func (p *pusher) push(key client.ObjectKey, serial uint64, envelope []byte, ips 
 					pushes.WithLabelValues(pushCanceled).Inc()
 					return
 				}
+				started := time.Now()
 				result := p.pushPod(ctx, ip, envelope)
 				pushes.WithLabelValues(result).Inc()
-				p.log.V(1).Info("pushed", "gateway", key.String(), "serial", serial, "pod", ip, "result", result)
+				p.log.V(1).Info("pushed", "gateway", key.String(), "serial", serial, "pod", ip, "result", result, "took", time.Since(started))
 				if result == pushLoaded || result == pushRefused {
 					p.served(key)
 				}

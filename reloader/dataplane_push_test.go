@@ -231,8 +231,9 @@ func TestPushesOff(t *testing.T) {
 }
 
 // TestPushBounds: a body over push.MaxEnvelope is answered 413 without
-// being read to its end, whether its length is announced or not, and a
-// second push while one is being received is turned away at once (429).
+// being read to its end, whether its length is announced or not; while
+// one push is being received a second waits in line, body unread, and a
+// third is turned away at once (429).
 func TestPushBounds(t *testing.T) {
 	b := startBackends(t)
 	gw := b.gatewayWith()
@@ -261,28 +262,35 @@ func TestPushBounds(t *testing.T) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, readStatus(t, conn))
 	})
 	t.Run("concurrent pushes", func(t *testing.T) {
-		// The first push sends half its body and holds the rest back.
-		// Until it holds the slot, a second push is processed: a
-		// malformed one, which changes nothing. If the second held the
-		// slot just as the first arrived, the first was the one turned
-		// away (answered at once, though its body was not all sent), and
-		// is sent again.
-		var first net.Conn
+		// Two pushes send their headers and hold their bodies back: one
+		// takes the slot, the other the place in line, and a third is
+		// turned away at once. Until both are there, the third may be
+		// processed (a malformed push changes nothing), or take the
+		// place in line and be turned away after pushQueueWait, one of
+		// the two then answered at once: those are sent again.
+		malformed := []byte("not an envelope")
+		var first, second net.Conn
 		require.Eventually(t, func() bool {
 			if first == nil || answered(first) {
 				first = dialPush(t, fmt.Sprintf("Content-Length: %d", len(env)))
-				_, err := first.Write(env[:len(env)/2])
-				require.NoError(t, err)
 			}
-			code, _ := f.post([]byte("not an envelope"))
-			return code == http.StatusTooManyRequests
-		}, wait, 10*time.Millisecond, "a second push was not turned away while the first was read")
+			if second == nil || answered(second) {
+				second = dialPush(t, fmt.Sprintf("Content-Length: %d", len(malformed)))
+			}
+			code, _ := f.post(malformed)
+			return code == http.StatusTooManyRequests && !answered(first) && !answered(second)
+		}, wait, 10*time.Millisecond, "a third push was not turned away while two were in hand")
 		_, err := f.pod.Status(t.Context(), "reloader")
-		assert.NoError(t, err, "the status is not served while a push is read")
-		require.NoError(t, first.SetDeadline(time.Now().Add(wait)))
-		_, err = first.Write(env[len(env)/2:])
+		assert.NoError(t, err, "the status is not served while pushes are in hand")
+		for _, c := range []net.Conn{first, second} {
+			require.NoError(t, c.SetDeadline(time.Now().Add(wait)))
+		}
+		_, err = first.Write(env)
+		require.NoError(t, err)
+		_, err = second.Write(malformed)
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, readStatus(t, first))
+		assert.Equal(t, http.StatusBadRequest, readStatus(t, second), "the push in line was not processed")
 		assert.Equal(t, hash, f.status().Loaded)
 		code, body := f.post(env)
 		assert.Equal(t, http.StatusOK, code, "the slot was not given back: %s", body)

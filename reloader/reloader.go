@@ -90,9 +90,10 @@ type reloader struct {
 	// served is where what nginx serves came from, and volume the last
 	// UID and serial read from the volume (both under applying).
 	served, volume served
-	// pushing is the one push slot: a push that finds it taken is turned
-	// away at once rather than queued.
-	pushing chan struct{}
+	// pushing is the one push slot, and queued the one place in line
+	// for it (takePushSlot): a push that finds both taken is turned away
+	// at once.
+	pushing, queued chan struct{}
 
 	mu     sync.Mutex
 	status Status
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r := &reloader{
 		cfg: cfg, log: slog.New(slog.NewTextHandler(cfg.Stderr, nil)),
-		applying: make(chan struct{}, 1), pushing: make(chan struct{}, 1),
+		applying: make(chan struct{}, 1), pushing: make(chan struct{}, 1), queued: make(chan struct{}, 1),
 	}
 	r.nginx = newNginx(cfg.Nginx, cfg.ShutdownTimeout, cfg.ProbeSocket, cfg.Stdout, cfg.Stderr)
 	// Held until nginx serves: a push before that waits, or is turned
@@ -413,16 +414,18 @@ func (r *reloader) volumeChanged(ctx context.Context) {
 	if order < 0 {
 		return
 	}
-	r.reload(ctx, o)
+	r.reload(ctx, o, nil)
 }
 
 // reload loads a changed template: tested first, then nginx's HUP, then
 // the wait until its new workers answer with the new hash. A refusal or a
 // reload that does not take leaves the previous configuration serving and
-// on disk. The caller holds applying.
-func (r *reloader) reload(ctx context.Context, o offer) {
+// on disk. The caller holds applying; steps, when not nil, times the
+// test, the wait for the new workers and for the old ones' retirement.
+func (r *reloader) reload(ctx context.Context, o offer, steps *steps) {
 	previous := r.onDisk
 	hash, err := r.prepare(ctx, o.template)
+	steps.done("test")
 	if errors.Is(err, errUnchanged) && Hash(o.template) == r.snapshot().Loaded {
 		// Served already: now under this serial (the volume caught up
 		// with a push, or the operator sent the same template again).
@@ -437,9 +440,11 @@ func (r *reloader) reload(ctx context.Context, o offer) {
 		return
 	}
 	err = r.nginx.waitLoaded(ctx, hash, r.cfg.ReloadTimeout)
+	steps.done("serve")
 	if err == nil {
 		// Loaded means every new connection meets the new workers.
 		err = r.nginx.waitRetired(ctx, old, r.cfg.ReloadTimeout)
+		steps.done("retire")
 	}
 	if ctx.Err() != nil {
 		// Shutting down: whether it took does not matter any more.
@@ -461,6 +466,26 @@ func (r *reloader) reload(ctx context.Context, o offer) {
 	r.nginx.takeErrors()
 	r.loaded(hash)
 	r.served = served{uid: o.uid, serial: o.serial}
+}
+
+// steps times the steps of loading one configuration, for its log line:
+// how long each took, so that a slow change shows where its time went
+// (docs/benchmarks.md, B8n). A nil steps times nothing.
+type steps struct {
+	last  time.Time
+	attrs []any
+}
+
+func startSteps() *steps { return &steps{last: time.Now()} }
+
+// done records that the step name ended now.
+func (s *steps) done(name string) {
+	if s == nil {
+		return
+	}
+	now := time.Now()
+	s.attrs = append(s.attrs, name, now.Sub(s.last))
+	s.last = now
 }
 
 // write puts f on disk, each file replaced atomically (a nil one removed).
