@@ -56,6 +56,9 @@ type RouteRow struct {
 	Backends      []WeightedBackend `json:"backends"`
 	Timeouts      *v1.RouteTimeouts `json:"timeouts,omitempty"`
 	RewritePrefix string            `json:"rewritePrefix,omitempty"`
+	// Redirect answers the route's requests (routes[].redirect): all of
+	// them, Backends then empty, or those on the other scheme.
+	Redirect *v1.HTTPRedirect `json:"redirect,omitempty"`
 	// Served is false when another gateway holds the route, HeldBy
 	// (namespace/name) and Reason (v1.ReasonHostOwned or
 	// v1.ReasonRouteConflict) then say which and why, or when the gateway
@@ -243,7 +246,7 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	return RouteRow{
 		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
-		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
+		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix), Redirect: r.Redirect,
 		Served: true,
 	}
 }
@@ -307,25 +310,48 @@ func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetN
 // matches (a match's conditions joined by "and", the matches by "or")
 // and "->" its backend, the rules joined by "; ", "-" for a route
 // without; BACKENDS then shows what no rule takes, "-" (404) for none.
+// A REDIRECT column follows when some route has a redirect: its status
+// and Location, "*" for the request's path (validation.RedirectString);
+// BACKENDS is "-" for a route whose redirect answers every request.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	withRules := slices.ContainsFunc(rows, func(r RouteRow) bool { return len(r.Rules) > 0 })
-	rules := func(r RouteRow) string {
-		if !withRules {
-			return ""
+	var columns []routeColumn
+	for _, c := range optionalColumns {
+		if slices.ContainsFunc(rows, func(r RouteRow) bool { return c.value(r) != "" }) {
+			columns = append(columns, c)
 		}
-		return orDash(validation.RulesString(r.Rules)) + "\t"
+	}
+	optional := func(r *RouteRow) string {
+		var b strings.Builder
+		for _, c := range columns {
+			b.WriteString(orDash(c.value(*r)) + "\t")
+		}
+		return b.String()
 	}
 	header := "HOST\tPATH\tTYPE\t"
-	if withRules {
-		header += "RULES\t"
+	for _, c := range columns {
+		header += c.name + "\t"
 	}
 	fmt.Fprintln(tw, header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\tSTATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, rules(r), r.Gateway,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", r.Host, r.Path, r.PathType, optional(&r), r.Gateway,
 			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), statusText(r))
 	}
 	return tw.Flush()
+}
+
+// routeColumn is a column of the route table that only routes with a
+// setting fill: shown when one does.
+type routeColumn struct {
+	name  string
+	value func(RouteRow) string
+}
+
+var optionalColumns = []routeColumn{
+	{name: "RULES", value: func(r RouteRow) string { return validation.RulesString(r.Rules) }},
+	{name: "REDIRECT", value: func(r RouteRow) string {
+		return validation.RedirectString(&v1.Route{Host: v1.Hostname(r.Host), Redirect: r.Redirect})
+	}},
 }
 
 // backendsText is "user-service:8080" for one backend, and each with its

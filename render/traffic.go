@@ -65,6 +65,8 @@ type routeTraffic struct {
 	split string
 	// rewritePrefix is the route's quoted-safe rewritePrefix, "" for none.
 	rewritePrefix string
+	// redirect is the route's redirect, checked; nil for none.
+	redirect *redirectTarget
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed
