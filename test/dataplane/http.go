@@ -47,7 +47,7 @@ func exchange(conn net.Conn, requestLine, host string, headers []string) (int, s
 func exchangeResponse(conn net.Conn, requestLine, host string, headers []string) (*http.Response, string, error) {
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(Wait)); err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	extra := ""
 	for _, h := range headers {
