@@ -352,13 +352,13 @@ func locationsFor(r v1.Route, backend string, t *routeTraffic) ([]location, erro
 	if err != nil {
 		return nil, err
 	}
-	if exact {
-		return []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true, traffic: t}}, nil
-	}
 	var locs []location
-	if path == "/" {
+	switch {
+	case exact:
+		locs = []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true, traffic: t}}
+	case path == "/":
 		locs = []location{{match: nginxQuoted("/"), sortKey: "/", backend: backend, traffic: t}}
-	} else {
+	default:
 		// Prefix matching is element-wise: /users (or /users/) matches
 		// /users and everything below /users/, but not /usersX.
 		locs = []location{
@@ -374,8 +374,7 @@ func locationsFor(r v1.Route, backend string, t *routeTraffic) ([]location, erro
 	if t.redirect != nil {
 		for i := range locs {
 			locs[i].redirect = redirectLines(locs[i], t.redirect)
-			// A redirect that answers every request: the
-			// route has no backend.
+			// A redirect that answers every request: no backend.
 			locs[i].noFallback = t.redirect.scheme == ""
 		}
 	}

@@ -20,16 +20,19 @@ import (
 //     and are checked again here (checkRedirect): a DNS name, and the
 //     path alphabet, which holds no '"', '\', '$', space or control
 //     character;
-//   - the request's raw path, as the client sent it ($request_uri up to
-//     '?'), never nginx's decoded $uri, in which %0D%0A would be a line
-//     break: the server refuses (ambiguousRequestPath) a raw path with
-//     an encoded '/', '\' or '.', '//', dot segments or bytes past
-//     ASCII, so its segments are the segments the route matched, and
-//     the Location can never start "//" (another host) or "/\";
+//   - the request's raw path and query, as the client sent them
+//     ($request_uri, whole when the path is kept, or the rest of its
+//     path past the route's prefix), never nginx's decoded $uri, in
+//     which %0D%0A would be a line break: the server refuses
+//     (ambiguousRequestPath) a raw path with an encoded '/', '\' or
+//     '.', '//', dot segments or bytes past ASCII, so its segments are
+//     the segments the route matched, and the Location can never start
+//     "//" (another host) or "/\";
 //   - nginx's own $is_args$args (the query as sent), the client's scheme
 //     as the gateway knows it ($gateway_forwarded_proto: http or https),
-//     and, on a wildcard host only, $host, whose first label the location
-//     requires to be a DNS label first.
+//     and $host, the request's host: on a server of one name, that name;
+//     on a wildcard's, one whose first label the location requires to be
+//     a DNS label first.
 //
 // A Location that changes neither scheme, host nor port is written as a
 // path alone (absolute_redirect off), which the client resolves against
@@ -51,23 +54,33 @@ type redirectTarget struct {
 	scheme string
 	// path is the whole path (ReplaceFullPath), or the prefix that
 	// replaces the one matched (ReplacePrefixMatch); rest is the
-	// variable holding the rest of the request's raw path, "" with
-	// ReplaceFullPath.
-	pathType v1.RedirectPathType
-	path     string
-	rest     string
+	// variable holding the rest of the request's raw path with
+	// ReplacePrefixMatch, restMap the http-level map that sets it.
+	// Without path, the Location's path and query are $request_uri.
+	pathType      v1.RedirectPathType
+	path          string
+	rest, restMap string
 }
 
 // writeRedirect checks r's redirect once more and writes the map of the
 // request's raw path it needs (into w.http), and sets w.t.redirect.
 func writeRedirect(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
-	rd := r.Redirect
-	if rd == nil {
+	if r.Redirect == nil {
 		return nil
 	}
-	if errs := checkRedirect(rd, fld); len(errs) > 0 {
+	if errs := checkRedirect(r.Redirect, fld); len(errs) > 0 {
 		return errs
 	}
+	t := redirectTargetOf(r, w.id)
+	w.http.WriteString(t.restMap)
+	w.t.redirect = t
+	return nil
+}
+
+// redirectTargetOf is r's redirect as its locations write it; id names
+// the map of the rest of the raw path (routeID).
+func redirectTargetOf(r *v1.Route, id string) *redirectTarget {
+	rd := r.Redirect
 	t := &redirectTarget{code: validation.RedirectStatus(rd)}
 	if validation.RedirectsOtherScheme(rd) {
 		t.scheme = string(rd.Scheme)
@@ -76,18 +89,13 @@ func writeRedirect(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorLi
 	if rd.Path != nil {
 		t.pathType, t.path = rd.Path.Type, string(rd.Path.Value)
 	}
-	if t.pathType != v1.ReplaceFullPath {
-		// The segments of the matched prefix, skipped in the raw path
-		// (none when the path is kept whole).
-		skip := 0
-		if t.pathType == v1.ReplacePrefixMatch {
-			skip = prefixSegments(r)
-		}
-		t.rest = "redirect_path_" + w.id
-		fmt.Fprintf(&w.http, "map $request_uri $%s {\n    default \"\";\n    \"~^(?:/[^/?]*){%d}(/[^?]*)\" $1;\n}\n", t.rest, skip)
+	if t.pathType == v1.ReplacePrefixMatch {
+		// The rest of the raw path past the segments of the matched
+		// prefix.
+		t.rest = "redirect_path_" + id
+		t.restMap = fmt.Sprintf("map $request_uri $%s {\n    default \"\";\n    \"~^(?:/[^/?]*){%d}(/[^?]*)\" $1;\n}\n", t.rest, prefixSegments(r))
 	}
-	w.t.redirect = t
-	return nil
+	return t
 }
 
 // prefixSegments is the number of segments of r's normalised path, a
@@ -112,12 +120,12 @@ func redirectOrigin(r *v1.Route) (string, bool) {
 	if rd.Scheme != "" {
 		scheme = string(rd.Scheme)
 	}
+	// Without hostname, the request's: on a server of one name, $host is
+	// that name, as the route has it; on a wildcard's, any first label
+	// (redirectLines checks it).
 	host, wildcard := string(rd.Hostname), false
 	if host == "" {
-		host = string(r.Host)
-		if strings.HasPrefix(host, "*.") {
-			host, wildcard = "$host", true
-		}
+		host, wildcard = "$host", strings.HasPrefix(string(r.Host), "*.")
 	}
 	port := ""
 	if rd.Port != nil && !wellKnownPort(rd.Scheme, int32(*rd.Port)) {
@@ -182,16 +190,17 @@ func redirectLines(l location, t *redirectTarget) string {
 	var path string
 	switch {
 	case t.pathType == v1.ReplaceFullPath:
-		path = t.path
+		path = t.path + "$is_args$args"
 	case t.pathType == v1.ReplacePrefixMatch && strings.HasPrefix(l.match, "= "):
 		// The exact location of a Prefix route: the request's path is
 		// the prefix, replaced whole.
-		path = t.path
+		path = t.path + "$is_args$args"
 	case t.pathType == v1.ReplacePrefixMatch:
 		// The rest starts with "/", so a prefix of "/" adds nothing.
-		path = strings.TrimSuffix(t.path, "/") + "$" + t.rest
+		path = strings.TrimSuffix(t.path, "/") + "$" + t.rest + "$is_args$args"
 	default:
-		path = "$" + t.rest
+		// The request's path and query, as sent.
+		path = "$request_uri"
 	}
 	var b strings.Builder
 	if t.origin == "" {
@@ -202,7 +211,7 @@ func redirectLines(l location, t *redirectTarget) string {
 		// label may reach the Location.
 		fmt.Fprintf(&b, "%sif ($host !~ \"^[a-z0-9-]{1,63}\\.\") {\n%s    return 400;\n%s}\n", indent, indent, indent)
 	}
-	ret := fmt.Sprintf("return %d \"%s%s$is_args$args\";", t.code, t.origin, path)
+	ret := fmt.Sprintf("return %d \"%s%s\";", t.code, t.origin, path)
 	if t.scheme == "" {
 		fmt.Fprintf(&b, "%s%s\n", indent, ret)
 		return b.String()
@@ -211,16 +220,17 @@ func redirectLines(l location, t *redirectTarget) string {
 	return b.String()
 }
 
-// redirectBound bounds what r's redirect writes: in each location, the
-// lines (the path and hostname once each), and the map of the raw path.
-func redirectBound(r *v1.Route) (location, http int) {
-	rd := r.Redirect
-	if rd == nil {
+// redirectBound bounds what r's redirect writes: in each location, its
+// lines as redirectLines writes them, for the longer of a Prefix route's
+// two kinds of location, and the map of the raw path. They are measured,
+// not estimated: a redirect on every route of a gateway (such as http to
+// https) keeps admission's bound within reach of the exact size.
+func redirectBound(r *v1.Route) (perLocation, http int) {
+	if r.Redirect == nil {
 		return 0, 0
 	}
-	location = 6*lineBytes + len(rd.Hostname)
-	if rd.Path != nil {
-		location += len(rd.Path.Value)
-	}
-	return location, 4 * lineBytes
+	t := redirectTargetOf(r, routeID(""))
+	exact := len(redirectLines(location{match: "= /"}, t))
+	prefix := len(redirectLines(location{match: "/"}, t))
+	return max(exact, prefix), len(t.restMap)
 }

@@ -36,12 +36,16 @@ func TestRenderRedirect(t *testing.T) {
 				`return 301 "/new$redirect_path_`,
 				`"~^(?:/[^/?]*){1}(/[^?]*)" $1;`,
 			},
-			not: []string{"proxy_pass", "return 404"},
+			not: []string{"proxy_pass", "$request_uri\";"},
+		},
+		"a prefix replaced below two segments": {
+			host: "api.example.com", path: "/api/v1/", rd: v1.HTTPRedirect{Path: prefix("/")},
+			want: []string{`return 302 "$redirect_path_`, `"~^(?:/[^/?]*){2}(/[^?]*)" $1;`, `return 302 "/$is_args$args";`},
 		},
 		"the path kept, another host": {
 			host: "api.example.com", path: "/a/b", pathType: v1.PathTypeExact, rd: v1.HTTPRedirect{Hostname: "www.example.com"},
-			want: []string{`return 302 "$gateway_forwarded_proto://www.example.com$redirect_path_`, `"~^(?:/[^/?]*){0}(/[^?]*)" $1;`},
-			not:  []string{"absolute_redirect off;"},
+			want: []string{`return 302 "$gateway_forwarded_proto://www.example.com$request_uri";`},
+			not:  []string{"absolute_redirect off;", "map $request_uri", "proxy_pass"},
 		},
 		"https, its own port left out": {
 			host: "api.example.com", path: "/", rd: v1.HTTPRedirect{Scheme: "https", Hostname: "new.example.com", Port: ptr.To[v1.PortNumber](443), Path: &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: "/x"}},
@@ -50,11 +54,11 @@ func TestRenderRedirect(t *testing.T) {
 		},
 		"a wildcard host's first label checked": {
 			host: "*.example.com", path: "/", rd: v1.HTTPRedirect{Port: ptr.To[v1.PortNumber](8080)},
-			want: []string{`if ($host !~ "^[a-z0-9-]{1,63}\.")`, `return 302 "$gateway_forwarded_proto://$host:8080$redirect_path_`},
+			want: []string{`if ($host !~ "^[a-z0-9-]{1,63}\.")`, `return 302 "$gateway_forwarded_proto://$host:8080$request_uri";`},
 		},
 		"to https of the same host, before the backend": {
 			host: "api.example.com", path: "/", backend: true, rd: v1.HTTPRedirect{Scheme: "https"},
-			want: []string{"if ($gateway_forwarded_proto != \"https\") {\n            return 302 \"https://api.example.com$redirect_path_", "proxy_pass"},
+			want: []string{"if ($gateway_forwarded_proto != \"https\") {\n            return 302 \"https://$host$request_uri\";\n        }\n", "proxy_pass"},
 		},
 	}
 	for name, tc := range tests {

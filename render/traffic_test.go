@@ -120,7 +120,8 @@ func TestRenderTraffic(t *testing.T) {
 // closing brace.
 func section(t *testing.T, s, start string) string {
 	t.Helper()
-	const end = "    }"
+	// The location's own closing brace: a line of it alone, not an if's.
+	const end = "\n    }"
 	i := strings.Index(s, start)
 	require.GreaterOrEqual(t, i, 0, "%q not found", start)
 	j := strings.Index(s[i:], end)

@@ -294,7 +294,7 @@ func TestValidate(t *testing.T) {
 		}},
 		"a route with neither rules nor backendService": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService = v1.BackendService{} },
-			want:   []wantErr{{"spec.routes[0].backendService", required, "or rules that pick one", RuleRules}},
+			want:   []wantErr{{"spec.routes[0].backendService", required, "rules that pick one, or a redirect that answers every request", RuleRules}},
 		},
 		"a rule with an empty match": {
 			mutate: func(gw *v1.APIGateway) {

@@ -68,7 +68,7 @@ func EverySetting(r v1.Route) v1.Route {
 	// A redirect with a scheme answers only the requests on the other
 	// one: these, to http, only those that came over https, which the
 	// tests and benchmarks never send, so the route still proxies.
-	r.Redirect = &v1.HTTPRedirect{Scheme: "http", Port: ptr.To[v1.PortNumber](8080), StatusCode: ptr.To[int32](308)}
+	r.Redirect = &v1.HTTPRedirect{Scheme: "http", StatusCode: ptr.To[int32](308)}
 	return r
 }
 
