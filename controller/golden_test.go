@@ -89,8 +89,21 @@ func testGateways() map[string]*v1.APIGateway {
 			v1.RequestMatch{QueryParams: []v1.QueryParamMatch{{Name: "beta", Type: v1.MatchExact, Value: "on"}}}),
 		withRules(route("api.example.com", "/cookie", v1.PathTypeExact, "", 0), true,
 			v1.RequestMatch{Method: ptr.To[v1.HTTPMethod]("GET")},
-			v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}}))
+			v1.RequestMatch{Cookies: []v1.CookieMatch{{Name: "session", Value: "beta"}}}),
+		// Redirects: without scheme, a rule of Gateway API's
+		// RequestRedirect each; with one, the path alone (nginx decides).
+		withRedirect(route("api.example.com", "/old/", v1.PathTypePrefix, "", 0), &v1.HTTPRedirect{
+			Path: &v1.RedirectPath{Type: v1.ReplacePrefixMatch, Value: "/new/"}, StatusCode: ptr.To[int32](301)}),
+		withRedirect(route("api.example.com", "/docs", v1.PathTypeExact, "", 0), &v1.HTTPRedirect{
+			Hostname: "docs.example.com", Port: ptr.To[v1.PortNumber](8443), Path: &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: "/"}}),
+		withRedirect(route("api.example.com", "/secure/", v1.PathTypePrefix, "secure", 80), &v1.HTTPRedirect{Scheme: "https"}))
 	return map[string]*v1.APIGateway{"seed": seed, "full": full, "bare": bare, "httproute": httpRoute}
+}
+
+// withRedirect gives r the redirect rd.
+func withRedirect(r v1.Route, rd *v1.HTTPRedirect) v1.Route {
+	r.Redirect = rd
+	return r
 }
 
 // withRules gives r a rule of matches to Service canary, and leaves out

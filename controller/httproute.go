@@ -98,10 +98,16 @@ func parentRefs(gw *v1.APIGateway) []*gatewayv1ac.ParentReferenceApplyConfigurat
 // out: rules is an atomic list, so the operator owns it whole, defaults
 // included, and what it last applied would otherwise never equal what it
 // wants (every reconcile would apply again).
+//
+// A path whose route's redirect answers every request gets a rule of its
+// own with Gateway API's RequestRedirect filter (redirectRule), up to
+// maxRedirectRules per host; the others leave the rest of the rules.
 func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPRouteRuleApplyConfiguration {
-	groups := ruleGroups(httpMatches(paths))
-	perRule := ruleSize(groups)
-	var rules []*gatewayv1ac.HTTPRouteRuleApplyConfiguration
+	redirects, proxied := redirectPaths(paths)
+	limit := maxHTTPRouteRules - len(redirects)
+	groups := ruleGroups(httpMatches(proxied, maxHTTPRouteMatches-len(redirects)), limit)
+	perRule := ruleSize(groups, limit)
+	rules := make([]*gatewayv1ac.HTTPRouteRuleApplyConfiguration, 0, maxHTTPRouteRules)
 	for _, g := range groups {
 		for start := 0; start < len(g.paths); start += perRule {
 			rule := gatewayv1ac.HTTPRouteRule().WithBackendRefs(gatewayv1ac.HTTPBackendRef().
@@ -119,7 +125,63 @@ func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPR
 			rules = append(rules, rule)
 		}
 	}
+	for _, p := range redirects {
+		rules = append(rules, redirectRule(p))
+	}
 	return rules
+}
+
+// maxRedirectRules bounds the rules of redirects in one HTTPRoute, so
+// that half of Gateway API's 16 stay for the proxied paths (whose at most
+// 128 matches they hold at 64 a rule). A host's redirects past it are
+// passed to the gateway, whose nginx answers them alike.
+const maxRedirectRules = 8
+
+// redirectPaths splits paths into those whose route's redirect answers
+// every request (validation.AnswersAll), up to maxRedirectRules, and the
+// rest, each in order. A redirect to another scheme of the same host is
+// the gateway's to answer: it depends on the scheme the request came in
+// with, which one HTTPRoute attached to every listener cannot tell
+// (Gateway API's filter would redirect the requests that came over https
+// too, forever).
+func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
+	for _, p := range paths {
+		if r := p.route.Route; r != nil && validation.AnswersAll(r) && len(redirects) < maxRedirectRules {
+			redirects = append(redirects, p)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return redirects, rest
+}
+
+// redirectRule answers p's requests with its route's redirect, in Gateway
+// API's RequestRedirect filter: the same scheme, hostname, port, path and status
+// (spelt out, as the backends' defaults are), no backend.
+func redirectRule(p ingressPath) *gatewayv1ac.HTTPRouteRuleApplyConfiguration {
+	rd := p.route.Redirect
+	f := gatewayv1ac.HTTPRequestRedirectFilter().WithStatusCode(int(validation.RedirectStatus(rd)))
+	if rd.Scheme != "" {
+		f.WithScheme(string(rd.Scheme))
+	}
+	if rd.Hostname != "" {
+		f.WithHostname(gatewayv1.PreciseHostname(rd.Hostname))
+	}
+	if rd.Port != nil {
+		f.WithPort(int32(*rd.Port))
+	}
+	if rd.Path != nil {
+		m := gatewayv1ac.HTTPPathModifier()
+		if rd.Path.Type == v1.ReplacePrefixMatch {
+			m.WithType(gatewayv1.PrefixMatchHTTPPathModifier).WithReplacePrefixMatch(string(rd.Path.Value))
+		} else {
+			m.WithType(gatewayv1.FullPathHTTPPathModifier).WithReplaceFullPath(string(rd.Path.Value))
+		}
+		f.WithPath(m)
+	}
+	return gatewayv1ac.HTTPRouteRule().
+		WithMatches(httpRouteMatch(httpMatch{ingressPath: p})).
+		WithFilters(gatewayv1ac.HTTPRouteFilter().WithType(gatewayv1.HTTPRouteFilterRequestRedirect).WithRequestRedirect(f))
 }
 
 // maxHTTPRouteMatches is Gateway API's bound on the matches of one
@@ -133,25 +195,26 @@ type httpMatch struct {
 	conditions *v1.RequestMatch
 }
 
-// httpMatches are the HTTPRoute matches of paths. The gateway's nginx
+// httpMatches are the HTTPRoute matches of paths, at most budget (the
+// HTTPRoute's 128, less those of its redirects). The gateway's nginx
 // decides every request the HTTPRoute passes it (it has the same rules),
 // so an HTTPRoute match may take more requests than the route, never
 // fewer: a path whose route has a backendService takes every request
 // (nginx sends the ones no rule takes there), and so does one whose
 // rules hold a match Gateway API cannot state (gatewayConditions). A
 // route with rules only gets a match per match of its rules, with its
-// path, while the HTTPRoute stays within 128; past that, the path alone
+// path, while the HTTPRoute stays within budget; past that, the path alone
 // (nginx then answers 404 to what no rule takes, where the Gateway would
 // have answered it). Such a path's requests no rule takes can then reach
 // another HTTPRoute of the Gateway with a shorter path: the Gateway, not
 // nginx, decides there (README).
-func httpMatches(paths []ingressPath) []httpMatch {
+func httpMatches(paths []ingressPath, budget int) []httpMatch {
 	expanded := make([][]httpMatch, len(paths))
 	total := len(paths)
 	for i, p := range paths {
 		expanded[i] = []httpMatch{{ingressPath: p}}
 		ms := ruleMatches(p.route.Route)
-		if len(ms) == 0 || total-1+len(ms) > maxHTTPRouteMatches {
+		if len(ms) == 0 || total-1+len(ms) > budget {
 			continue
 		}
 		total += len(ms) - 1
@@ -252,7 +315,7 @@ type ruleGroup struct {
 // still waits for. Paths without timeouts are never merged into a group
 // that has one: their Gateway keeps its own default, as before timeouts
 // existed.
-func ruleGroups(paths []httpMatch) []ruleGroup {
+func ruleGroups(paths []httpMatch, limit int) []ruleGroup {
 	seconds := make([]int32, len(paths))
 	var distinct []int32
 	for i, p := range paths {
@@ -262,7 +325,7 @@ func ruleGroups(paths []httpMatch) []ruleGroup {
 		}
 	}
 	slices.Sort(distinct)
-	for len(distinct) > 1 && !fitsRules(groupSizes(seconds, distinct)) {
+	for len(distinct) > 1 && !fitsRules(groupSizes(seconds, distinct), limit) {
 		closest := 0
 		for i := 1; i+1 < len(distinct); i++ {
 			if distinct[i+1]-distinct[i] < distinct[closest+1]-distinct[closest] {
@@ -308,19 +371,19 @@ func groupSizes(seconds, distinct []int32) []int {
 // ruleSize is the fewest paths a rule must hold for groups to fit
 // Gateway API's 16 rules, every group in rules of its own: 1 (a rule per
 // path) while they fit.
-func ruleSize(groups []ruleGroup) int {
+func ruleSize(groups []ruleGroup, limit int) int {
 	sizes := make([]int, len(groups))
 	for i, g := range groups {
 		sizes[i] = len(g.paths)
 	}
-	return minRuleSize(sizes)
+	return minRuleSize(sizes, limit)
 }
 
 // minRuleSize is the fewest paths a rule must hold for groups of sizes
-// to fit in 16 rules; for one group of n paths, ceil(n/16).
-func minRuleSize(sizes []int) int {
+// to fit in limit rules; for one group of n paths, ceil(n/limit).
+func minRuleSize(sizes []int, limit int) int {
 	perRule := 1
-	for rulesNeeded(sizes, perRule) > maxHTTPRouteRules {
+	for rulesNeeded(sizes, perRule) > limit {
 		perRule++
 	}
 	return perRule
@@ -334,16 +397,16 @@ func rulesNeeded(sizes []int, perRule int) int {
 	return n
 }
 
-// fitsRules reports whether groups of sizes fit in 16 rules of at most
-// 64 matches each.
-func fitsRules(sizes []int) bool {
+// fitsRules reports whether groups of sizes fit in limit rules of at
+// most 64 matches each.
+func fitsRules(sizes []int, limit int) bool {
 	groups := 0
 	for _, s := range sizes {
 		if s > 0 {
 			groups++
 		}
 	}
-	return groups <= maxHTTPRouteRules && minRuleSize(sizes) <= maxHTTPRouteRuleMatches
+	return groups <= limit && minRuleSize(sizes, limit) <= maxHTTPRouteRuleMatches
 }
 
 // requestSeconds is the longest nginx may wait for r's backend before

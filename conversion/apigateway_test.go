@@ -178,6 +178,22 @@ func TestV1ToV1alpha1(t *testing.T) {
 					alphaRoute("api.example.com", "/", "web", 80),
 				}}),
 		},
+		// A redirect is v1-only: it rides in the annotation, and a route
+		// whose redirect answers every request has no backendService,
+		// read as an empty Service name and port 0 in v1alpha1.
+		"a route with a redirect and no backendService": {
+			in: hubGateway(nil, v1.APIGatewaySpec{
+				Routes: []v1.Route{func() v1.Route {
+					r := hubRoute("api.example.com", "/old/", v1.PathTypePrefix, "", 0)
+					r.Redirect = &v1.HTTPRedirect{Scheme: "https", Hostname: "new.example.com", Port: ptr.To[v1.PortNumber](8443),
+						Path: &v1.RedirectPath{Type: v1.ReplacePrefixMatch, Value: "/new/"}, StatusCode: ptr.To[int32](301)}
+					return r
+				}()},
+			}),
+			want: alphaGateway(map[string]string{DataAnnotation: `{"spec":{"routes":[` +
+				`{"host":"api.example.com","path":"/old/","pathType":"Prefix","redirect":{"hostname":"new.example.com","path":{"type":"ReplacePrefixMatch","value":"/new/"},"port":8443,"scheme":"https","statusCode":301}}]}}`},
+				v1alpha1.APIGatewaySpec{Routes: []v1alpha1.Route{alphaRoute("api.example.com", "/old/", "", 0)}}),
+		},
 		"an unset pathType is kept, since v1alpha1 would read back Prefix": {
 			in: hubGateway(nil, v1.APIGatewaySpec{
 				Routes: []v1.Route{hubRoute("a.example.com", "", "", "a", 1)},

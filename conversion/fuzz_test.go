@@ -43,6 +43,12 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(m *v1.HTTPMethod, c randfill.Continue) {
 			*m = []v1.HTTPMethod{"GET", "POST", "PATCH"}[c.Intn(3)]
 		},
+		func(s *v1.RedirectScheme, c randfill.Continue) {
+			*s = []v1.RedirectScheme{"http", "https", ""}[c.Intn(3)]
+		},
+		func(t *v1.RedirectPathType, c randfill.Continue) {
+			*t = []v1.RedirectPathType{v1.ReplaceFullPath, v1.ReplacePrefixMatch}[c.Intn(2)]
+		},
 		func(u *v1.ConfigUpdateStrategy, c randfill.Continue) {
 			*u = []v1.ConfigUpdateStrategy{v1.ConfigUpdateReload, v1.ConfigUpdateRollout, ""}[c.Intn(3)]
 		},

@@ -59,6 +59,9 @@ type RouteRow struct {
 	// SourceRanges limit the client addresses the route serves
 	// (routes[].sourceRanges).
 	SourceRanges *v1.SourceRanges `json:"sourceRanges,omitempty"`
+	// Redirect answers the route's requests (routes[].redirect): all of
+	// them, Backends then empty, or those on the other scheme.
+	Redirect *v1.HTTPRedirect `json:"redirect,omitempty"`
 	// Served is false when another gateway holds the route, HeldBy
 	// (namespace/name) and Reason (v1.ReasonHostOwned or
 	// v1.ReasonRouteConflict) then say which and why, or when the gateway
@@ -246,7 +249,7 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 	return RouteRow{
 		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
-		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix),
+		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix), Redirect: r.Redirect,
 		SourceRanges: r.SourceRanges, Served: true,
 	}
 }
@@ -310,15 +313,21 @@ func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetN
 // matches (a match's conditions joined by "and", the matches by "or")
 // and "->" its backend, the rules joined by "; ", "-" for a route
 // without; BACKENDS then shows what no rule takes, "-" (404) for none.
+// A REDIRECT column follows when some route has a redirect: its status
+// and Location, "*" for the request's path (validation.RedirectString);
+// BACKENDS is "-" for a route whose redirect answers every request.
 // A SOURCES column follows REWRITE when some route has source ranges:
 // "allow ...; deny ...", "-" for a route that serves every address.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	rules := optionalColumn(rows, "RULES", func(r RouteRow) string { return validation.RulesString(r.Rules) })
+	redirect := optionalColumn(rows, "REDIRECT", func(r RouteRow) string {
+		return validation.RedirectString(&v1.Route{Host: v1.Hostname(r.Host), Redirect: r.Redirect})
+	})
 	sources := optionalColumn(rows, "SOURCES", func(r RouteRow) string { return validation.SourceRangesString(r.SourceRanges) })
-	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\t"+rules.header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\t"+sources.header+"STATUS")
+	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\t"+rules.header+redirect.header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\t"+sources.header+"STATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s%s\n", r.Host, r.Path, r.PathType, rules.cell(r), r.Gateway,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\t%s%s\n", r.Host, r.Path, r.PathType, rules.cell(r), redirect.cell(r), r.Gateway,
 			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), sources.cell(r), statusText(r))
 	}
 	return tw.Flush()

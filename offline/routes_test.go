@@ -298,3 +298,32 @@ api.example.com  /open/    Prefix  shop/gw  open:80    -         -        deny 1
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"sourceRanges":{"allow":["10.0.0.0/8","2001:db8::/32"],"deny":["10.1.0.0/16"]}`)
 }
+
+// TestRouteTableRedirects: a route with a redirect shows its status and
+// Location ("*" for the request's path), BACKENDS "-" when it answers
+// every request, and a redirect to https of the same host says which
+// requests it answers, beside the backend that serves the others.
+func TestRouteTableRedirects(t *testing.T) {
+	old := rt("api.example.com", "/old/", v1.PathTypePrefix, "", 0)
+	old.BackendService = v1.BackendService{}
+	old.Redirect = &v1.HTTPRedirect{Path: &v1.RedirectPath{Type: v1.ReplacePrefixMatch, Value: "/new/"}, StatusCode: ptr.To[int32](301)}
+	docs := rt("api.example.com", "/docs", v1.PathTypeExact, "", 0)
+	docs.BackendService = v1.BackendService{}
+	docs.Redirect = &v1.HTTPRedirect{Scheme: "https", Hostname: "docs.example.com", Port: ptr.To[v1.PortNumber](8443), Path: &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: "/"}}
+	secure := rt("api.example.com", "/users/", v1.PathTypePrefix, "user-service", 8080)
+	secure.Redirect = &v1.HTTPRedirect{Scheme: "https"}
+	rows := Routes([]v1.APIGateway{agw("shop", "gw", old, docs, secure, rt("api.example.com", "/plain", v1.PathTypeExact, "plain", 80))}, RouteOptions{})
+
+	var b bytes.Buffer
+	require.NoError(t, WriteRouteTable(&b, rows))
+	want := `HOST             PATH     TYPE    REDIRECT                                              GATEWAY  BACKENDS           TIMEOUTS  REWRITE  STATUS
+api.example.com  /docs    Exact   302 https://docs.example.com:8443/                    shop/gw  -                  -         -        served
+api.example.com  /old/    Prefix  301 /new/*                                            shop/gw  -                  -         -        served
+api.example.com  /plain   Exact   -                                                     shop/gw  plain:80           -         -        served
+api.example.com  /users/  Prefix  302 https://api.example.com* (requests not on https)  shop/gw  user-service:8080  -         -        served
+`
+	assert.Equal(t, want, b.String())
+	raw, err := json.Marshal(rows[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"redirect":{"path":{"type":"ReplacePrefixMatch","value":"/new/"},"statusCode":301}`)
+}

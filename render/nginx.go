@@ -135,11 +135,14 @@ type location struct {
 	// and rewrite this location's rewrite directives (rewriteLines).
 	traffic *routeTraffic
 	rewrite string
+	// redirect is this location's redirect lines (redirectLines).
+	redirect string
 	// route is the route's name, quoted (routeName).
 	route string
 	// rules are the route's rules, tried before its backendService;
 	// noFallback is set for a route without one, whose location answers
-	// 404 to what no rule takes. dispatch and named are the rules' lines
+	// 404 to what no rule takes, and for one whose redirect answers every
+	// request. dispatch and named are the rules' lines
 	// at the location's top and their named locations (planMatches).
 	rules           []ruleTarget
 	noFallback      bool
@@ -354,13 +357,13 @@ func locationsFor(r v1.Route, backend string, t *routeTraffic) ([]location, erro
 	if err != nil {
 		return nil, err
 	}
-	if exact {
-		return []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true, traffic: t}}, nil
-	}
 	var locs []location
-	if path == "/" {
+	switch {
+	case exact:
+		locs = []location{{match: "= " + nginxQuoted(path), sortKey: path + "\x00=", backend: backend, exact: true, traffic: t}}
+	case path == "/":
 		locs = []location{{match: nginxQuoted("/"), sortKey: "/", backend: backend, traffic: t}}
-	} else {
+	default:
 		// Prefix matching is element-wise: /users (or /users/) matches
 		// /users and everything below /users/, but not /usersX.
 		locs = []location{
@@ -371,6 +374,13 @@ func locationsFor(r v1.Route, backend string, t *routeTraffic) ([]location, erro
 	if t.rewritePrefix != "" {
 		for i := range locs {
 			locs[i].rewrite = rewriteLines(locs[i], path, t.rewritePrefix)
+		}
+	}
+	if t.redirect != nil {
+		for i := range locs {
+			locs[i].redirect = redirectLines(locs[i], t.redirect)
+			// A redirect that answers every request: no backend.
+			locs[i].noFallback = t.redirect.scheme == ""
 		}
 	}
 	return locs, nil
@@ -624,8 +634,15 @@ func writeLocationBody(b *strings.Builder, match string, l location) {
 	// First: "rewrite ... break" ends the rewrite-module directives.
 	fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
 	b.WriteString(l.traffic.sourceCheck)
+	b.WriteString(l.redirect)
 	b.WriteString(l.dispatch)
-	if l.noFallback {
+	switch {
+	case l.noFallback && l.traffic.redirect != nil && l.traffic.redirect.scheme == "":
+		// The redirect answered; its answer gets the response headers.
+		b.WriteString(l.traffic.directives)
+		b.WriteString("    }\n")
+		return
+	case l.noFallback:
 		fmt.Fprintf(b, "%sreturn 404;\n    }\n", indent)
 		return
 	}

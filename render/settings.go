@@ -164,6 +164,12 @@ var trafficSettings = []trafficSetting{
 			return 2 * len(r.RewritePrefix), 0
 		},
 	},
+	{
+		field: "redirect",
+		set:   func(r *v1.Route) bool { return r.Redirect != nil },
+		write: writeRedirect,
+		bound: func(r *v1.Route, _ int) (int, int) { return redirectBound(r) },
+	},
 }
 
 // hasTraffic reports whether r sets any traffic setting.

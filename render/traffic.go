@@ -70,6 +70,8 @@ type routeTraffic struct {
 	// the location's lines that refuse what it refuses; "" for none
 	// (sourceranges.go).
 	sourceGeo, sourceCheck string
+	// redirect is the route's redirect, checked; nil for none.
+	redirect *redirectTarget
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed

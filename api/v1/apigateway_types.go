@@ -231,7 +231,9 @@ type ParentGatewayReference struct {
 // Route sends the requests for one host and path to a backend Service, or
 // shares them among several.
 // +kubebuilder:validation:XValidation:rule="!has(self.rewritePrefix) || !has(self.pathType) || self.pathType == 'Prefix'",message="rewritePrefix replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".rewritePrefix"
-// +kubebuilder:validation:XValidation:rule="has(self.backendService) || has(self.rules)",message="a route needs a backendService, or rules that pick one",fieldPath=".backendService"
+// +kubebuilder:validation:XValidation:rule="has(self.backendService) || has(self.rules) || (has(self.redirect) && (!has(self.redirect.scheme) || has(self.redirect.hostname)))",message="a route needs a backendService, rules that pick one, or a redirect that answers every request (one with a hostname or without scheme)",fieldPath=".backendService"
+// +kubebuilder:validation:XValidation:rule="!has(self.redirect) || (has(self.redirect.scheme) && !has(self.redirect.hostname)) || !(has(self.backendService) || has(self.rules) || has(self.additionalBackends) || has(self.rewritePrefix) || has(self.requestHeaders) || has(self.timeouts) || has(self.maxBodySize) || has(self.rateLimit))",message="a redirect with a hostname or without scheme answers every request of the route: backendService, rules, additionalBackends, rewritePrefix, requestHeaders, timeouts, maxBodySize and rateLimit would never apply",fieldPath=".redirect"
+// +kubebuilder:validation:XValidation:rule="!has(self.redirect) || !has(self.redirect.path) || self.redirect.path.type != 'ReplacePrefixMatch' || !has(self.pathType) || self.pathType == 'Prefix'",message="ReplacePrefixMatch replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".redirect.path"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || has(self.backendService)",message="shares the requests of backendService, which the route does not have",fieldPath=".additionalBackends"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !has(self.backendService) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
 type Route struct {
@@ -270,7 +272,8 @@ type Route struct {
 
 	// backendService is the Service, in the gateway's namespace, that
 	// receives the route's requests no rule takes, or those
-	// additionalBackends leave. Required unless the route has rules.
+	// additionalBackends leave. Required unless the route has rules, or a
+	// redirect that answers every request.
 	// +optional
 	BackendService BackendService `json:"backendService,omitzero"`
 
@@ -329,6 +332,12 @@ type Route struct {
 	// past it the gateway answers 429.
 	// +optional
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+
+	// redirect answers the route's requests with a redirect: all of them
+	// (the route then has no backend), or, with a scheme and no hostname,
+	// those that came in with the other scheme.
+	// +optional
+	Redirect *HTTPRedirect `json:"redirect,omitempty"`
 }
 
 // BackendService names a Service port in the gateway's namespace.

@@ -87,7 +87,7 @@ func TestSchemaRejects(t *testing.T) {
 		},
 		"missing backendService": {
 			spec:    "routes:\n- host: api.example.com\n  path: /\n",
-			wantErr: []string{`spec.routes[0].backendService: Invalid value: a route needs a backendService, or rules that pick one`},
+			wantErr: []string{`spec.routes[0].backendService: Invalid value: a route needs a backendService, rules that pick one, or a redirect that answers every request`},
 		},
 		// The routes list is a map keyed by host, path and pathType: the
 		// API server names the repeated route by its index.

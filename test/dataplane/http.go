@@ -22,26 +22,47 @@ func RawRequest(addr, requestLine, host string, headers ...string) (int, string,
 	return exchange(conn, requestLine, host, headers)
 }
 
+// RawResponse is RawRequest from the local address from, returning the
+// whole response (its body read): a test of headers such as Location,
+// or of a peer the gateway trusts.
+func RawResponse(from, addr, requestLine, host string, headers ...string) (*http.Response, string, error) {
+	d := &net.Dialer{Timeout: Wait, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return exchangeResponse(conn, requestLine, host, headers)
+}
+
 // exchange sends the request on conn, reads the response and closes conn.
 func exchange(conn net.Conn, requestLine, host string, headers []string) (int, string, error) {
+	resp, body, err := exchangeResponse(conn, requestLine, host, headers)
+	if resp == nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, body, err
+}
+
+// exchangeResponse is exchange, returning the response.
+func exchangeResponse(conn net.Conn, requestLine, host string, headers []string) (*http.Response, string, error) {
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(Wait)); err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	extra := ""
 	for _, h := range headers {
 		extra += h + "\r\n"
 	}
 	if _, err := fmt.Fprintf(conn, "%s\r\nHost: %s\r\n%sConnection: close\r\n\r\n", requestLine, host, extra); err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return resp, string(body), err
 }
 
 // RawRequestTLS is RawRequest over TLS, with config's server name (SNI)

@@ -342,6 +342,12 @@ func route(rng *rand.Rand, version string) map[string]any {
 	if rng.IntN(8) == 0 {
 		r["sourceRanges"] = sourceRanges(rng)
 	}
+	if rng.IntN(8) == 0 {
+		r["redirect"] = redirect(rng)
+		if rng.IntN(2) == 0 {
+			delete(r, "backendService")
+		}
+	}
 	if rng.IntN(40) == 0 {
 		r["weight"] = int64(1) // an unknown field
 	}
@@ -362,6 +368,31 @@ func sourceRanges(rng *rand.Rand) map[string]any {
 		}
 	}
 	return s
+}
+
+// redirect is a route's redirect: some of its fields, each valid or not
+// (an empty redirect changes nothing, and is refused).
+func redirect(rng *rand.Rand) map[string]any {
+	rd := map[string]any{}
+	if rng.IntN(2) == 0 {
+		rd["scheme"] = draw(rng, []string{"https", "http"}, []string{"HTTPS", "ftp"})
+	}
+	if rng.IntN(3) == 0 {
+		rd["hostname"] = draw(rng, []string{"www.example.com", "docs.example.com"}, []string{"*.example.com", "Bad_Host", "10.0.0.1", "a b"})
+	}
+	if rng.IntN(4) == 0 {
+		rd["port"] = draw(rng, []int64{443, 8443}, []int64{0, 65536})
+	}
+	if rng.IntN(2) == 0 {
+		rd["path"] = map[string]any{
+			"type":  draw(rng, []string{"ReplaceFullPath", "ReplacePrefixMatch"}, []string{"Regex", ""}),
+			"value": draw(rng, []string{"/", "/new/", "/caf%C3%A9"}, []string{"//evil.example.com", "/a b", "x", `/a"b`}),
+		}
+	}
+	if rng.IntN(3) == 0 {
+		rd["statusCode"] = draw(rng, []int64{301, 302, 303, 307, 308}, []int64{300, 200})
+	}
+	return rd
 }
 
 // rule is one of a route's rules: one match of one kind of condition,

@@ -91,6 +91,7 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	errs = append(errs, validateBackend(r)...)
 	errs = append(errs, validateRules(r, routeRules)...)
 	errs = append(errs, validateTraffic(r)...)
+	errs = append(errs, validateRedirect(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
 		for _, e := range errs {
@@ -101,13 +102,14 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 }
 
 // validateBackend checks the route's backendService, which a route with
-// rules may leave out (such a route answers 404 to what no rule takes):
+// rules may leave out (such a route answers 404 to what no rule takes),
+// and so may one whose redirect answers every request (AnswersAll):
 // at the same fields as the schema's rules on Route.
 func validateBackend(r *v1.Route) field.ErrorList {
 	if r.BackendService == (v1.BackendService{}) {
 		var errs field.ErrorList
-		if len(r.Rules) == 0 {
-			errs = append(errs, field.Required(routeBackend, "a Service to send the requests to, such as {name: my-service, port: 80}, or rules that pick one").WithOrigin(RuleRules))
+		if len(r.Rules) == 0 && !AnswersAll(r) {
+			errs = append(errs, field.Required(routeBackend, "a Service to send the requests to, such as {name: my-service, port: 80}, rules that pick one, or a redirect that answers every request (one with a hostname or without scheme)").WithOrigin(RuleRules))
 		}
 		if len(r.AdditionalBackends) > 0 {
 			errs = append(errs, field.Invalid(routeAdditionalBackends, len(r.AdditionalBackends), "shares the requests of backendService, which the route does not have").WithOrigin(RuleAdditionalBackends))

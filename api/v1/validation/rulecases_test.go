@@ -135,6 +135,7 @@ func ruleCases() map[string]ruleCase {
 		add("backend port", fmt.Sprint(value), valid, func(tc *ruleCase) { tc.route.BackendService.Port = v1.PortNumber(value) })
 	}
 	trafficCases(add)
+	redirectCases(add)
 	return cases
 }
 

@@ -58,6 +58,13 @@ const (
 	// and '_', values of their alphabets), each named once per list, and
 	// a method.
 	RuleRules = "routes.rules"
+	// RuleRedirect: a route's redirect changes the scheme (http or
+	// https), hostname (a DNS name, not a wildcard), port (1 to 65535) or
+	// path (ReplaceFullPath, or ReplacePrefixMatch on a Prefix route, with
+	// a valid path), with a status of 301, 302, 303, 307 or 308; but one
+	// with a scheme and no hostname, it answers every request, so the
+	// route has no backend, rules or setting of the proxied request.
+	RuleRedirect = "routes.redirect"
 	// RuleDuplicateRoute: no two routes of a gateway share host,
 	// normalised path and pathType (RouteKey), whatever their rules.
 	RuleDuplicateRoute = "routes.duplicate"

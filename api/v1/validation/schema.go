@@ -38,6 +38,7 @@ type stringRule struct {
 // rules read, each named by the field it belongs to.
 type schemaRules struct {
 	replicas, backendPort, weight, connectSeconds, readSeconds, requestsPerSecond, burst intRange
+	redirectPort                                                                         intRange
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
@@ -51,6 +52,8 @@ type schemaRules struct {
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	matchTypes, methods                                                []string
+	redirectSchemes, redirectPathTypes                                 []string
+	redirectCodes                                                      []int64
 
 	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
 	// CEL rule refuses.
@@ -81,6 +84,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		readSeconds:       c.intRange(route + "timeouts.readSeconds"),
 		requestsPerSecond: c.intRange(route + "rateLimit.requestsPerSecond"),
 		burst:             c.intRange(route + "rateLimit.burst"),
+		redirectPort:      c.intRange(route + "redirect.port"),
 
 		image:            c.stringRule("image", false),
 		host:             c.stringRule(route+"host", false),
@@ -120,6 +124,9 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		accessLogFormats:       c.enum("accessLog.format"),
 		matchTypes:             c.enum(route + "rules[].matches[].headers[].type"),
 		methods:                c.enum(route + "rules[].matches[].method"),
+		redirectSchemes:        c.enum(route + "redirect.scheme"),
+		redirectPathTypes:      c.enum(route + "redirect.path.type"),
+		redirectCodes:          c.intEnum(route + "redirect.statusCode"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
 	}
@@ -238,6 +245,25 @@ func (c *ruleCompiler) celStrings(path, message string) map[string]bool {
 	}
 	c.fail(path, fmt.Sprintf("no CEL rule with the message %q", message))
 	return nil
+}
+
+// intEnum reads an integer field's enum, such as a redirect's status
+// codes.
+func (c *ruleCompiler) intEnum(path string) []int64 {
+	s := c.node(path)
+	values := make([]int64, 0, len(s.Enum))
+	for _, e := range s.Enum {
+		var v int64
+		if err := json.Unmarshal(e.Raw, &v); err != nil {
+			c.fail(path, "an enum value that is not an integer")
+			return nil
+		}
+		values = append(values, v)
+	}
+	if len(values) == 0 {
+		c.fail(path, "no enum")
+	}
+	return values
 }
 
 func (c *ruleCompiler) enum(path string) []string {

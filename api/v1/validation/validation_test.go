@@ -294,7 +294,7 @@ func TestValidate(t *testing.T) {
 		}},
 		"a route with neither rules nor backendService": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[0].BackendService = v1.BackendService{} },
-			want:   []wantErr{{"spec.routes[0].backendService", required, "or rules that pick one", RuleRules}},
+			want:   []wantErr{{"spec.routes[0].backendService", required, "rules that pick one, or a redirect that answers every request", RuleRules}},
 		},
 		"source ranges, both families, a deny inside an allow": {mutate: func(gw *v1.APIGateway) {
 			gw.Spec.Routes[0].SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8", "2001:db8::/32"}, Deny: []v1.CIDR{"10.1.0.0/16"}}

@@ -42,7 +42,8 @@ func Route(path, svc string, port int32) v1.Route {
 }
 
 // EverySetting gives r every traffic setting, with a 20% canary, a
-// drained backend, a rewrite to "/" and each kind of header change: the
+// drained backend, a rewrite to "/", each kind of header change and a
+// redirect of https requests to http: the
 // every-setting route of the renderer's golden file, its size benchmarks
 // and B1t (hack/bench).
 func EverySetting(r v1.Route) v1.Route {
@@ -67,6 +68,10 @@ func EverySetting(r v1.Route) v1.Route {
 	// Documentation networks only (RFC 5737, RFC 3849), so traffic sent
 	// through such routes is never refused.
 	r.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"0.0.0.0/0", "::/0"}, Deny: []v1.CIDR{"192.0.2.0/24", "2001:db8::/32"}}
+	// A redirect with a scheme answers only the requests on the other
+	// one: these, to http, only those that came over https, which the
+	// tests and benchmarks never send, so the route still proxies.
+	r.Redirect = &v1.HTTPRedirect{Scheme: "http", StatusCode: ptr.To[int32](308)}
 	return r
 }
 
