@@ -58,9 +58,11 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 	assert.Less(t, 2*bound, 5*len(config), "the bound of a realistic gateway is within 2.5 times its size")
 	// Its 300 backend Services may each add a pooled upstream (upstreamBound),
 	// some 12% of the bound, and an entry in the metrics log's map, with
-	// each location's route name some 6%: it stays under two thirds of
-	// MaxConfigBytes.
-	assert.Less(t, 3*bound, 2*MaxConfigBytes, "a realistic 100-route gateway is checked without rendering, with room")
+	// each location's route name some 6%; with every route's source
+	// ranges' 403 check and scheme redirect it is 68% of MaxConfigBytes in
+	// all (667,300 bytes): it stays under 70%. This bound grows with each setting a
+	// route may have; it was 60%, then two thirds.
+	assert.Less(t, 10*bound, 7*MaxConfigBytes, "a realistic 100-route gateway is checked without rendering, with room")
 }
 
 // checkBound asserts that gw's bound is at least its rendered size, and
