@@ -54,8 +54,13 @@ func TestRouteChangesArePushedToEveryPod(t *testing.T) {
 	steady.Path = steadyPath
 	gw.Spec.Routes = append(gw.Spec.Routes, steady)
 	require.NoError(t, env.Client.Create(ctx, gw))
-	res := env.Kubectl(ctx, nil, "wait", "--for=condition=Live", "agw/"+gw.Name, "-n", gw.Namespace, "--timeout=2m")
-	require.NoError(t, res.Err, "%s", res.Stderr)
+	// Live needs one pod serving; the steady stream and the changes go
+	// to both, so both must be ready (Ready): seen, Live with the second
+	// pod's nginx not listening yet.
+	for _, cond := range []string{"Live", "Ready"} {
+		res := env.Kubectl(ctx, nil, "wait", "--for=condition="+cond, "agw/"+gw.Name, "-n", gw.Namespace, "--timeout=2m")
+		require.NoError(t, res.Err, "%s", res.Stderr)
+	}
 	var pods corev1.PodList
 	require.NoError(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
 	require.Len(t, pods.Items, 2)
