@@ -13,6 +13,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/api/v1/validation/validationtest"
+	"example.com/apigateway-operator/test/dataplane"
 )
 
 // Route is a compact Route literal.
@@ -112,31 +113,11 @@ func RouteSets() map[string]*v1.APIGateway {
 }
 
 // Redirects is a gateway whose routes answer with redirects
-// (routes[].redirect): a prefix replaced (301) on an exact and a wildcard
-// host, the whole path replaced on another host and port (308), the
-// path kept on another host, an app root (an Exact "/" to /app/), and
-// http to https in front of a backend.
+// (routes[].redirect): the data-plane test's routes
+// (dataplane.RedirectRoutes), so that the golden file shows what that
+// test sends requests through.
 func Redirects() *v1.APIGateway {
-	redirect := func(host, path string, pt v1.PathType, rd v1.HTTPRedirect) v1.Route {
-		return v1.Route{Host: v1.Hostname(host), Path: v1.HTTPPath(path), PathType: pt, Redirect: &rd}
-	}
-	prefix := func(v string) *v1.RedirectPath {
-		return &v1.RedirectPath{Type: v1.ReplacePrefixMatch, Value: v1.HTTPPath(v)}
-	}
-	full := func(v string) *v1.RedirectPath {
-		return &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: v1.HTTPPath(v)}
-	}
-	secure := Route("api.example.com", "/secure/", v1.PathTypePrefix, "secure", 8080)
-	secure.Redirect = &v1.HTTPRedirect{Scheme: "https"}
-	return Gateway("redirects",
-		redirect("api.example.com", "/old/", v1.PathTypePrefix, v1.HTTPRedirect{Path: prefix("/new/"), StatusCode: ptr.To[int32](301)}),
-		redirect("api.example.com", "/gone/", v1.PathTypePrefix, v1.HTTPRedirect{Path: prefix("/"), StatusCode: ptr.To[int32](307)}),
-		redirect("api.example.com", "/docs", v1.PathTypeExact, v1.HTTPRedirect{
-			Scheme: "https", Hostname: "docs.example.com", Port: ptr.To[v1.PortNumber](8443), Path: full("/caf%C3%A9/"), StatusCode: ptr.To[int32](308)}),
-		redirect("api.example.com", "/moved/", v1.PathTypePrefix, v1.HTTPRedirect{Hostname: "www.example.com", StatusCode: ptr.To[int32](303)}),
-		redirect("app.example.com", "/", v1.PathTypeExact, v1.HTTPRedirect{Path: full("/app/")}),
-		redirect("*.example.com", "/old/", v1.PathTypePrefix, v1.HTTPRedirect{Port: ptr.To[v1.PortNumber](8080), Path: prefix("/new")}),
-		secure)
+	return Gateway("redirects", dataplane.RedirectRoutes(map[string]int32{"secure": 8080})...)
 }
 
 // Rules is a gateway whose routes have rules (routes[].rules): on
