@@ -417,18 +417,21 @@ func createNamespace(t *testing.T) {
 	require.NoError(t, res.Err)
 }
 
-// prometheusRuleCRD is a minimal PrometheusRule CRD: the Prometheus
-// Operator's module is not a dependency, so its CRD is not at hand. It
-// types what our rule uses (groups of named rules with an expression) and
-// keeps the rest open, so the dry run checks the kind, the scope and the
-// rule's shape, not every field the real CRD knows.
-const prometheusRuleCRD = `apiVersion: apiextensions.k8s.io/v1
+// monitoringCRD is a minimal CRD of the Prometheus Operator's kind (its
+// plural, lower case) in monitoring.coreos.com/v1, whose spec is spec (YAML
+// indented under openAPIV3Schema's properties.spec). The Prometheus
+// Operator's module is not a dependency, so its CRDs are not at hand: each
+// types what our objects use and keeps the rest open, so the dry run checks
+// the kind, the scope and our objects' shape, not every field the real CRD
+// knows.
+func monitoringCRD(kind, plural, spec string) string {
+	return `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: prometheusrules.monitoring.coreos.com
+  name: ` + plural + `.monitoring.coreos.com
 spec:
   group: monitoring.coreos.com
-  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
+  names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + plural + `, singular: ` + strings.ToLower(kind) + `}
   scope: Namespaced
   versions:
   - name: v1
@@ -440,7 +443,12 @@ spec:
         required: [spec]
         properties:
           spec:
-            type: object
+` + spec
+}
+
+// prometheusRuleSpec types what our rule uses: groups of named rules with
+// an expression.
+const prometheusRuleSpec = `            type: object
             properties:
               groups:
                 type: array
@@ -464,27 +472,8 @@ spec:
                           annotations: {type: object, additionalProperties: {type: string}}
 `
 
-// podMonitorCRD is a minimal PodMonitor CRD, for the same reason and with
-// the same reach as prometheusRuleCRD: the fields our PodMonitor uses.
-const podMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: podmonitors.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  names: {kind: PodMonitor, listKind: PodMonitorList, plural: podmonitors, singular: podmonitor}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
+// podMonitorSpec types what our PodMonitor uses.
+const podMonitorSpec = `            type: object
             required: [selector]
             properties:
               namespaceSelector:
@@ -513,10 +502,13 @@ spec:
 // monitoring overlay uses.
 func installMonitoringCRDs(t *testing.T) {
 	t.Helper()
-	for crd, name := range map[string]string{prometheusRuleCRD: "prometheusrules", podMonitorCRD: "podmonitors"} {
-		res := env.Kubectl(t.Context(), strings.NewReader(crd), "apply", "-f", "-")
+	for _, c := range []struct{ kind, plural, spec string }{
+		{"PrometheusRule", "prometheusrules", prometheusRuleSpec},
+		{"PodMonitor", "podmonitors", podMonitorSpec},
+	} {
+		res := env.Kubectl(t.Context(), strings.NewReader(monitoringCRD(c.kind, c.plural, c.spec)), "apply", "-f", "-")
 		require.NoError(t, res.Err)
-		res = env.Kubectl(t.Context(), nil, "wait", "--for=condition=Established", "crd/"+name+".monitoring.coreos.com")
+		res = env.Kubectl(t.Context(), nil, "wait", "--for=condition=Established", "crd/"+c.plural+".monitoring.coreos.com")
 		require.NoError(t, res.Err)
 	}
 }
