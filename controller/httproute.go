@@ -143,10 +143,11 @@ const maxRedirectRules = 8
 // the gateway's to answer: it depends on the scheme the request came in
 // with, which one HTTPRoute attached to every listener cannot tell
 // (Gateway API's filter would redirect the requests that came over https
-// too, forever).
+// too, forever). So is a redirect limited by source ranges: the Gateway
+// would answer it to every address, and only nginx refuses the others.
 func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
 	for _, p := range paths {
-		if r := p.route.Route; r != nil && validation.AnswersAll(r) && len(redirects) < maxRedirectRules {
+		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && len(redirects) < maxRedirectRules {
 			redirects = append(redirects, p)
 			continue
 		}
