@@ -207,7 +207,7 @@ func newPodStatusClient(dial dialFunc) *http.Client {
 // trusted: the answer is bounded, and a hash that is not one is ignored.
 func readPodStatus(ctx context.Context, c *http.Client, ip string) (reloader.Status, error) {
 	var st reloader.Status
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(StatusPort)) + reloader.StatusPath
+	url := statusURL(ip, reloader.StatusPath)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return st, err
@@ -267,3 +267,9 @@ var podGateway = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj 
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 })
+
+// statusURL is path on the status port of the pod at ip, where the prober
+// reads what it serves and the pusher delivers configurations.
+func statusURL(ip, path string) string {
+	return "http://" + net.JoinHostPort(ip, strconv.Itoa(StatusPort)) + path
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -323,7 +322,7 @@ func (p *pusher) pushPod(ctx context.Context, ip string, envelope []byte) string
 func postPush(ctx context.Context, c *http.Client, ip string, envelope []byte) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(StatusPort)) + reloader.PushPath
+	url := statusURL(ip, reloader.PushPath)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(envelope))
 	if err != nil {
 		return 0, err
