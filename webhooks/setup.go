@@ -37,6 +37,9 @@ type Options struct {
 	// GatewayAPI, when set, lets the validating webhook warn about a
 	// gateway that asks for HTTPRoutes on a cluster without them.
 	GatewayAPI GatewayAPI
+	// TrustsProxies is whether --gateway-trusted-proxies names any front
+	// proxy; without, the validating webhook warns about sourceRanges.
+	TrustsProxies bool
 	// Policy is --namespace-ownership: whether a host belongs to the
 	// namespace that claimed it first (ownership.Strict, the default when
 	// empty).
@@ -109,7 +112,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}}}), admissionCopies, inflight.Admission))
 	register(ValidatePath, "apigateway.validate", budget.Wrap(chargeDecoded(&admission.Webhook{Handler: validatingHandler{
 		countingValidator{&Validator{Gateways: gateways, Classes: mgr.GetClient(), Records: mgr.GetClient(), Policy: opts.Policy,
-			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: backends, GatewayAPI: opts.GatewayAPI}},
+			Access: SubjectAccessReviewer{Client: mgr.GetClient()}, Services: backends, GatewayAPI: opts.GatewayAPI,
+			TrustsProxies: opts.TrustsProxies}},
 	}}), admissionCopies, inflight.Admission))
 	register(ConvertPath, "apigateway.convert", budget.Wrap(conversion.NewWebhookHandler(), conversion.HeldPerRequestByte, inflight.Open))
 	return nil

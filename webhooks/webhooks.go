@@ -106,6 +106,10 @@ type Validator struct {
 	// GatewayAPI tells whether HTTPRoutes are served; nil skips the
 	// warning about a gateway that asks for them (gatewayAPIWarnings).
 	GatewayAPI GatewayAPI
+	// TrustsProxies is whether the gateways believe a front proxy's
+	// client address (--gateway-trusted-proxies); false warns about
+	// routes' sourceRanges (sourceRangeWarnings).
+	TrustsProxies bool
 }
 
 var _ admission.Validator[*v1.APIGateway] = &Validator{}
@@ -148,6 +152,7 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	// policy's, operator up or down; admit.Validate's need other objects.
 	errs, warnings := admit.Validate(old, gw, related)
 	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
+	warnings = append(warnings, sourceRangeWarnings(v.TrustsProxies, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
 		if slices.ContainsFunc(errs, func(e *field.Error) bool {

@@ -152,6 +152,7 @@ func (o *options) complete() error {
 		return err
 	}
 	o.controller.TrustedProxies = proxies
+	o.webhooks.TrustsProxies = len(proxies) > 0
 	o.controller.NoDisruptionBudget = !o.disruptionBudget
 	if err := checkNetworkPolicyFrom(o.controller.StatusFrom, o.controller.MetricsFrom); err != nil {
 		return err

@@ -97,6 +97,18 @@ func TestFlagsComplete(t *testing.T) {
 	}
 }
 
+// TestTrustedProxiesReachTheWebhook: the validating webhook warns about
+// routes' sourceRanges only when no front proxy is trusted.
+func TestTrustedProxiesReachTheWebhook(t *testing.T) {
+	o, err := parse(t)
+	require.NoError(t, err)
+	assert.False(t, o.webhooks.TrustsProxies)
+	o, err = parse(t, "--gateway-trusted-proxies=10.244.0.0/16")
+	require.NoError(t, err)
+	assert.True(t, o.webhooks.TrustsProxies)
+	assert.Equal(t, []string{"10.244.0.0/16"}, o.controller.TrustedProxies)
+}
+
 // TestNamespacedMode: --watch-namespaces restricts the cache of namespaced
 // objects to those namespaces; without it the operator watches every one.
 func TestNamespacedMode(t *testing.T) {
