@@ -145,15 +145,24 @@ const maxRedirectRules = 8
 // (Gateway API's filter would redirect the requests that came over https
 // too, forever). So is a redirect limited by source ranges: the Gateway
 // would answer it to every address, and only nginx refuses the others.
+// And so is a redirect to a path with a percent-encoding: Gateway API does
+// not say whether the filter's path is encoded, and Traefik encodes its
+// '%' again (/caf%C3%A9 became /caf%25C3%25A9, test/gatewayapi).
 func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
 	for _, p := range paths {
-		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && len(redirects) < maxRedirectRules {
+		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && !encodedRedirectPath(r.Redirect) &&
+			len(redirects) < maxRedirectRules {
 			redirects = append(redirects, p)
 			continue
 		}
 		rest = append(rest, p)
 	}
 	return redirects, rest
+}
+
+// encodedRedirectPath reports whether rd's path holds a percent-encoding.
+func encodedRedirectPath(rd *v1.HTTPRedirect) bool {
+	return rd.Path != nil && strings.Contains(string(rd.Path.Value), "%")
 }
 
 // redirectRule answers p's requests with its route's redirect, in Gateway

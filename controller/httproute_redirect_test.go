@@ -16,9 +16,10 @@ import (
 // gets a rule of its own, its path and Gateway API's RequestRedirect
 // filter with the same scheme, hostname, port, path and status (302
 // spelt out), and no backend; a redirect to the other scheme of the same
-// host, or one limited by source ranges, is the gateway's to answer (its
-// path goes to Service N with the others); past 8 redirects on a host, the rest go to Service N too, and
-// the rules stay within Gateway API's 16.
+// host, one limited by source ranges, or one to a percent-encoded path is
+// the gateway's to answer (its path goes to Service N with the others);
+// past 8 redirects on a host, the rest go to Service N too, and the rules
+// stay within Gateway API's 16.
 func TestHTTPRouteRedirects(t *testing.T) {
 	redirect := func(path string, pt v1.PathType, rd v1.HTTPRedirect) v1.Route {
 		r := route("api.example.com", path, pt, "", 0)
@@ -29,7 +30,8 @@ func TestHTTPRouteRedirects(t *testing.T) {
 	secure.Redirect = &v1.HTTPRedirect{Scheme: "https"}
 	office := redirect("/office/", v1.PathTypePrefix, v1.HTTPRedirect{Hostname: "office.example.com"})
 	office.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"10.0.0.0/8"}}
-	gw := httpRouteGateway("redirects", publicGateway, office,
+	cafe := redirect("/menu", v1.PathTypeExact, v1.HTTPRedirect{Path: &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: "/caf%C3%A9/"}})
+	gw := httpRouteGateway("redirects", publicGateway, office, cafe,
 		redirect("/old/", v1.PathTypePrefix, v1.HTTPRedirect{Path: &v1.RedirectPath{Type: v1.ReplacePrefixMatch, Value: "/new/"}, StatusCode: ptr.To[int32](301)}),
 		redirect("/docs", v1.PathTypeExact, v1.HTTPRedirect{Scheme: "https", Hostname: "docs.example.com", Port: ptr.To[v1.PortNumber](8443),
 			Path: &v1.RedirectPath{Type: v1.ReplaceFullPath, Value: "/"}}),
@@ -53,8 +55,9 @@ func TestHTTPRouteRedirects(t *testing.T) {
 			filters[key] = rule.Filters[0].RequestRedirect
 		}
 	}
-	assert.ElementsMatch(t, []string{"PathPrefix /office", "PathPrefix /secure", "PathPrefix /users"}, proxied,
-		"a redirect limited by source ranges is nginx's to answer: the Gateway would answer every address")
+	assert.ElementsMatch(t, []string{"PathPrefix /office", "Exact /menu", "PathPrefix /secure", "PathPrefix /users"}, proxied,
+		"a redirect limited by source ranges is nginx's to answer (the Gateway would answer every address), "+
+			"and so is one to an encoded path (Traefik encodes it again)")
 	assert.Equal(t, map[string]*gatewayv1.HTTPRequestRedirectFilter{
 		"PathPrefix /old": {
 			Path:       &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To("/new/")},

@@ -432,6 +432,8 @@ func TestRoutedThroughTraefik(t *testing.T) {
 			notFound("http", "many.example.com", "/p0000", byTraefik),
 		)
 	})
+
+	t.Run("redirects", func(t *testing.T) { redirectsThroughTraefik(t) })
 }
 
 func withURI(r request, uri string) request {
