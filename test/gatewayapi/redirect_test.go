@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/dataplane"
 	"example.com/apigateway-operator/test/testenv"
 )
@@ -23,12 +24,19 @@ import (
 var traefikRedirects = map[string]dataplane.RedirectRequest{
 	// Traefik's ReplacePrefixMatch leaves the replacement's trailing
 	// slash out when nothing of the path follows the prefix.
-	"prefix alone":             {Target: "/old", Status: 301, Location: "http://api.example.com/new"},
-	"prefix alone, query kept": {Target: "/old?q", Status: 301, Location: "http://api.example.com/new?q"},
+	"prefix alone":             {Target: "/old", Status: 301, Location: "http://" + redirectHost + "/new"},
+	"prefix alone, query kept": {Target: "/old?q", Status: 301, Location: "http://" + redirectHost + "/new?q"},
 	// Traefik redirects what nginx refuses, its encoded slashes kept, to
 	// an absolute Location on the same host: no open redirect either.
-	"an encoded slash refused": {Target: "/old/%2F%2Fevil.example", Status: 301, Location: "http://api.example.com/new/%2F%2Fevil.example"},
+	"an encoded slash refused": {Target: "/old/%2F%2Fevil.example", Status: 301, Location: "http://" + redirectHost + "/new/%2F%2Fevil.example"},
 }
+
+// redirectHost is this test's dataplane.RedirectHost, which the rules'
+// test holds in another namespace: the routes and Locations of
+// dataplane.RedirectRoutes and RedirectRequests, moved to it.
+const redirectHost = "redirects.example.com"
+
+var toRedirectHost = strings.NewReplacer(dataplane.RedirectHost, redirectHost)
 
 // redirectsThroughTraefik: the routes of dataplane.RedirectRoutes behind
 // Traefik, with the requests render.TestDataPlaneRedirects sends through
@@ -53,6 +61,7 @@ func redirectsThroughTraefik(t *testing.T) {
 		if strings.HasPrefix(string(r.Host), "*.") {
 			continue
 		}
+		r.Host = v1.Hostname(toRedirectHost.Replace(string(r.Host)))
 		flow, err := json.Marshal(r)
 		require.NoError(t, err)
 		routes = append(routes, string(flow))
@@ -61,7 +70,7 @@ func redirectsThroughTraefik(t *testing.T) {
 	gw := servedPod(t, ns, "redirects")
 	assertAcceptedByTraefik(t, gw)
 	// Served once Traefik programmed the HTTPRoute (a redirect nginx answers).
-	gatewayClient{}.check(t, request{scheme: "http", host: dataplane.RedirectHost, target: "/secure/x", status: 302, by: byNginx})
+	gatewayClient{}.check(t, request{scheme: "http", host: redirectHost, target: "/secure/x", status: 302, by: byNginx})
 
 	addr := net.JoinHostPort(traefikAddr.String(), strconv.Itoa(httpPort))
 	for name, tc := range dataplane.RedirectRequests() {
@@ -71,11 +80,12 @@ func redirectsThroughTraefik(t *testing.T) {
 		}
 		host := tc.Host
 		if host == "" {
-			host = dataplane.RedirectHost
+			host = redirectHost
 		}
 		want, differs := traefikRedirects[name]
 		if !differs {
 			want = tc
+			want.Location = toRedirectHost.Replace(tc.Location)
 			if strings.HasPrefix(tc.Location, "/") {
 				want.Location = "http://" + host + tc.Location
 			}
