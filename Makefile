@@ -124,8 +124,11 @@ verify: ## Fail when generated files are stale, gofmt/go vet complain, or a doc 
 	hack/verify.sh "$(MAKE)"
 
 .PHONY: lint
+# --allow-serial-runners: a second golangci-lint on the machine (another
+# checkout's) waits for the first instead of failing the run with
+# "parallel golangci-lint is running" (which ended a green CI run).
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned; built into ./bin on first use).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
 
 ##@ Test
 
