@@ -63,12 +63,17 @@ type RelatedObjects struct {
 	// or is not known, which is not worth a warning: it may be created
 	// after the gateway.
 	ServicePorts map[string][]int32
+	// TrustsProxies is whether the operator believes front proxies'
+	// client addresses (--gateway-trusted-proxies); false warns about
+	// routes' sourceRanges (sourceRangeWarnings).
+	TrustsProxies bool
 }
 
 // Validate checks gw against every rule of the contract and returns all the
 // errors at once, each with its field path and rule (Origin), and the
-// warnings that need other objects (a backend Service without the route's
-// port); the warnings about the gateway alone are the warnings policy's
+// warnings that need other objects or the operator's settings (a backend
+// Service without the route's port, source ranges that would see the
+// front proxy); the warnings about the gateway alone are the warnings policy's
 // (WarningsPolicy). old is nil on create and the stored object on
 // update. The rules about the gateway alone are package validation's; the
 // ones added here look at the related objects (host ownership, conflicts)
@@ -87,7 +92,7 @@ func Validate(old, gw *v1.APIGateway, related RelatedObjects) (field.ErrorList, 
 	// would not fit in its ConfigMap is refused here, with the bound
 	// named, instead of failing every reconcile.
 	errs = append(errs, render.ValidateRenderedSize(gw)...)
-	return errs, portWarnings(gw.Spec.Routes, related.ServicePorts)
+	return errs, append(portWarnings(gw.Spec.Routes, related.ServicePorts), sourceRangeWarnings(related.TrustsProxies, gw)...)
 }
 
 // validateClaims refuses routes that another gateway holds, as the

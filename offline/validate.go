@@ -50,6 +50,9 @@ type Options struct {
 	// has it (kubectl get -o yaml writes the claims there), where a create
 	// would drop it: Object.Gateway then carries it.
 	KeepStatus bool
+	// TrustsProxies is whether the operator has --gateway-trusted-proxies:
+	// without, routes' sourceRanges get the webhook's warning.
+	TrustsProxies bool
 }
 
 // Problem is one error about an object.
@@ -158,7 +161,7 @@ func (c *Checker) Validate(ctx context.Context, docs []Document, opts Options) R
 			o.Namespace = opts.Namespace
 		}
 		gw, errs, warnings := c.admit(ctx, d.Object.DeepCopy(), o.Namespace, opts.Defaults, annotations[o.Namespace],
-			admit.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace]})
+			admit.RelatedObjects{Gateways: admitted, ServicePorts: ports[o.Namespace], TrustsProxies: opts.TrustsProxies})
 		if len(errs) == 0 && opts.KeepStatus {
 			errs = keepStatus(d.Object, gw)
 		}

@@ -108,7 +108,7 @@ type Validator struct {
 	GatewayAPI GatewayAPI
 	// TrustsProxies is whether the gateways believe a front proxy's
 	// client address (--gateway-trusted-proxies); false warns about
-	// routes' sourceRanges (sourceRangeWarnings).
+	// routes' sourceRanges (admit.RelatedObjects).
 	TrustsProxies bool
 }
 
@@ -152,7 +152,6 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 	// policy's, operator up or down; admit.Validate's need other objects.
 	errs, warnings := admit.Validate(old, gw, related)
 	warnings = append(warnings, gatewayAPIWarnings(ctx, v.GatewayAPI, gw)...)
-	warnings = append(warnings, sourceRangeWarnings(v.TrustsProxies, gw)...)
 	if len(errs) > 0 {
 		inv := newInvalid(gw.Name, errs)
 		if slices.ContainsFunc(errs, func(e *field.Error) bool {
@@ -169,7 +168,7 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 // and the gateways gw may compete with (ownership.Candidates), copied, and
 // who may read what.
 func (v *Validator) related(ctx context.Context, gw *v1.APIGateway) (admit.RelatedObjects, error) {
-	related := admit.RelatedObjects{Policy: v.Policy}
+	related := admit.RelatedObjects{Policy: v.Policy, TrustsProxies: v.TrustsProxies}
 	if v.Classes != nil {
 		classes, err := routeindex.Classes(ctx, v.Classes)
 		if err != nil {

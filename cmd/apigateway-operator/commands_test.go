@@ -83,6 +83,7 @@ func (tc commandCase) run(t *testing.T, command string) (stdout, stderr string) 
 }
 
 func TestValidateCommand(t *testing.T) {
+	limited := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw}\nspec:\n  image: nginx:1.27\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}, sourceRanges: {allow: [10.0.0.0/8]}}\n"
 	unknownField := "apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw}\nspec:\n  replica: 2\n  routes:\n  - {host: a.example.com, backendService: {name: s, port: 80}}\n"
 	for _, tc := range []commandCase{
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"Usage: apigateway-operator validate", "-default-image", "Exit status: 0 valid, 1 invalid, 2 unusable input"}},
@@ -103,6 +104,12 @@ func TestValidateCommand(t *testing.T) {
 			stdout: []string{"v1 configmap/cm (-#1): not an APIGateway"}, notInStdio: []string{"corp/nginx"}},
 		{name: "--namespace picks the namespace", args: []string{"-f", "-", "--namespace", "team", "--namespace-default-image", "team=corp/nginx:latest"}, code: 0,
 			stdin: strings.Replace(unknownField, "replica:", "replicas:", 1), stderr: []string{`Warning: spec.image uses the tag "latest"`}},
+		{name: "source ranges without trusted proxies", stdin: limited, args: []string{"-f", "-"}, code: 0,
+			stderr: []string{"Warning: spec.routes[0].sourceRanges: the operator trusts no front proxy"}},
+		{name: "source ranges behind trusted proxies", stdin: limited, args: []string{"-f", "-", "--gateway-trusted-proxies", "10.244.0.0/16"}, code: 0,
+			notInStdio: []string{"sourceRanges"}},
+		{name: "a trusted proxy that is no address", stdin: limited, args: []string{"-f", "-", "--gateway-trusted-proxies", "ingress"}, code: 2,
+			stderr: []string{`--gateway-trusted-proxies: trusted proxy "ingress" is not an IP address or CIDR`}},
 		{name: "no input", args: nil, code: 2, stderr: []string{"no input"}},
 		{name: "a missing file", args: []string{"-f", "does-not-exist.yaml"}, code: 2, stderr: []string{"does-not-exist.yaml"}},
 		{name: "not YAML", stdin: "a: [b\n", args: []string{"-f", "-"}, code: 2, stderr: []string{"unusable input"}},

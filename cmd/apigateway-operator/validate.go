@@ -33,6 +33,7 @@ type validateOptions struct {
 	defaultImage    string
 	defaultReplicas int
 	namespaceImages files
+	trustedProxies  string
 	kubeconfig      string
 	context         string
 	// routeTable judges for the routes command: each APIGateway alone,
@@ -49,6 +50,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.defaultImage, "default-image", defaults.DefaultImage, "The operator's --default-gateway-image: spec.image of gateways without one.")
 	fs.IntVar(&o.defaultReplicas, "default-replicas", int(defaults.DefaultReplicas), "The operator's --default-replicas: spec.replicas of gateways without one.")
 	fs.Var(&o.namespaceImages, "namespace-default-image", "NAMESPACE=IMAGE: the namespace's example.com/default-gateway-image annotation; repeatable.")
+	fs.StringVar(&o.trustedProxies, "gateway-trusted-proxies", "", "The operator's --gateway-trusted-proxies: without any, routes' sourceRanges get the webhook's warning.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Also check conflicts with the APIGateways of this cluster (read only).")
 	fs.StringVar(&o.context, "context", "", "The kubeconfig context to read the cluster's APIGateways from (implies reading the cluster).")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -82,6 +84,11 @@ func (o *validateOptions) validate(ctx context.Context, stdin io.Reader) (offlin
 		EachAlone:            o.routeTable,
 		KeepStatus:           o.routeTable,
 	}
+	proxies, err := parseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		return offline.Report{}, err
+	}
+	opts.TrustsProxies = len(proxies) > 0
 	// The operator's own --default-replicas range.
 	if o.defaultReplicas < 0 || o.defaultReplicas > int(validation.MaxReplicas()) {
 		return offline.Report{}, fmt.Errorf("--default-replicas: want 0 to %d, got %d", validation.MaxReplicas(), o.defaultReplicas)

@@ -1,10 +1,9 @@
-package webhooks
+package admit
 
 import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -17,7 +16,7 @@ import (
 // allow list refuses every client and a deny list refuses none. Admitted
 // all the same: the platform team may set the flag next, and the ranges
 // are right then.
-func sourceRangeWarnings(trustsProxies bool, gw *v1.APIGateway) admission.Warnings {
+func sourceRangeWarnings(trustsProxies bool, gw *v1.APIGateway) []string {
 	if trustsProxies {
 		return nil
 	}
@@ -39,7 +38,7 @@ func sourceRangeWarnings(trustsProxies bool, gw *v1.APIGateway) admission.Warnin
 	if n > 1 {
 		where += fmt.Sprintf(" (and %d more routes)", n-1)
 	}
-	return admission.Warnings{where + ": " + warnSourceRangesUntrusted}
+	return []string{where + ": " + warnSourceRangesUntrusted}
 }
 
 // warnSourceRangesUntrusted is the warning's reason, after the field path.
