@@ -127,33 +127,33 @@ func TestDataPlaneBasicAuth(t *testing.T) {
 		}
 	}
 	check(t, map[string]request{
-		"bcrypt, right password":        {target: "/private/x", user: "alice", password: "secret1", service: "private"},
-		"{SHA}, right password":         {target: "/private/x", user: "bob", password: "hunter2", service: "private"},
-		"wrong password":                {target: "/private/x", user: "alice", password: "secret2", status: http.StatusUnauthorized},
-		"another user's password":       {target: "/private/x", user: "bob", password: "secret1", status: http.StatusUnauthorized},
-		"unknown user":                  {target: "/private/x", user: "mallory", password: "secret1", status: http.StatusUnauthorized},
-		"no credentials":                {target: "/private/x", status: http.StatusUnauthorized},
-		"the exact path":                {target: "/private", status: http.StatusUnauthorized},
-		"source range first":            {from: "127.0.0.4", target: "/office/x", user: "alice", password: "secret1", status: http.StatusForbidden},
-		"inside the source range":       {from: "127.0.0.2", target: "/office/x", user: "alice", password: "secret1", service: "private"},
-		"the rule's location asks":      {target: "/ruled", canary: true, status: http.StatusUnauthorized},
-		"the rule's location serves":    {target: "/ruled", canary: true, user: "alice", password: "secret1", service: "private"},
-		"no rule takes it":              {target: "/ruled", status: http.StatusNotFound},
-		"redirect to https first":       {target: "/secure/x", status: http.StatusFound},
-		"refused Secret, right creds":   {target: "/broken/x", user: "alice", password: "secret1", status: http.StatusUnauthorized},
-		"refused Secret, no creds":      {target: "/broken/x", status: http.StatusUnauthorized},
-		"file not delivered":            {target: "/lost/x", user: "alice", password: "secret1", status: http.StatusForbidden},
-		"a route without basicAuth":     {target: "/open/x", service: "open"},
-		"a path no route covers":        {target: "/nowhere", user: "alice", password: "secret1", status: http.StatusNotFound},
+		"bcrypt, right password":      {target: "/private/x", user: "alice", password: "secret1", service: "private"},
+		"{SHA}, right password":       {target: "/private/x", user: "bob", password: "hunter2", service: "private"},
+		"wrong password":              {target: "/private/x", user: "alice", password: "secret2", status: http.StatusUnauthorized},
+		"another user's password":     {target: "/private/x", user: "bob", password: "secret1", status: http.StatusUnauthorized},
+		"unknown user":                {target: "/private/x", user: "mallory", password: "secret1", status: http.StatusUnauthorized},
+		"no credentials":              {target: "/private/x", status: http.StatusUnauthorized},
+		"the exact path":              {target: "/private", status: http.StatusUnauthorized},
+		"source range first":          {from: "127.0.0.4", target: "/office/x", user: "alice", password: "secret1", status: http.StatusForbidden},
+		"inside the source range":     {from: "127.0.0.2", target: "/office/x", user: "alice", password: "secret1", service: "private"},
+		"the rule's location asks":    {target: "/ruled", canary: true, status: http.StatusUnauthorized},
+		"the rule's location serves":  {target: "/ruled", canary: true, user: "alice", password: "secret1", service: "private"},
+		"no rule takes it":            {target: "/ruled", status: http.StatusNotFound},
+		"redirect to https first":     {target: "/secure/x", status: http.StatusFound},
+		"refused Secret, right creds": {target: "/broken/x", user: "alice", password: "secret1", status: http.StatusUnauthorized},
+		"refused Secret, no creds":    {target: "/broken/x", status: http.StatusUnauthorized},
+		"file not delivered":          {target: "/lost/x", user: "alice", password: "secret1", status: http.StatusForbidden},
+		"a route without basicAuth":   {target: "/open/x", service: "open"},
+		"a path no route covers":      {target: "/nowhere", user: "alice", password: "secret1", status: http.StatusNotFound},
 	})
 
 	// Rotation: alice's password changes and bob leaves; nginx is not
 	// reloaded (it opens the file on each request).
 	writeAtomically(t, dir, basicauth.File("users"), shaLine("alice", "secret3"))
 	check(t, map[string]request{
-		"rotated: the new password":   {target: "/private/x", user: "alice", password: "secret3", service: "private"},
-		"rotated: the old password":   {target: "/private/x", user: "alice", password: "secret1", status: http.StatusUnauthorized},
-		"rotated: the user that left": {target: "/private/x", user: "bob", password: "hunter2", status: http.StatusUnauthorized},
+		"rotated: the new password":                       {target: "/private/x", user: "alice", password: "secret3", service: "private"},
+		"rotated: the old password":                       {target: "/private/x", user: "alice", password: "secret1", status: http.StatusUnauthorized},
+		"rotated: the user that left":                     {target: "/private/x", user: "bob", password: "hunter2", status: http.StatusUnauthorized},
 		"rotated: a refused Secret fixed later still 401": {target: "/broken/x", user: "alice", password: "secret3", status: http.StatusUnauthorized},
 	})
 	writeAtomically(t, dir, basicauth.File("refused"), shaLine("alice", "secret3"))
