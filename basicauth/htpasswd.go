@@ -100,7 +100,7 @@ func Check(data []byte) (string, error) {
 		}
 		user, hash, err := checkLine(line)
 		if err != nil {
-			return "", fmt.Errorf("%w: line %d: %s", ErrRefused, i+1, err)
+			return "", fmt.Errorf("%w: line %d: %w", ErrRefused, i+1, err)
 		}
 		if users[user] {
 			return "", fmt.Errorf("%w: line %d: a user listed on an earlier line again", ErrRefused, i+1)

@@ -40,9 +40,10 @@ func basicAuthChild(t *testing.T, gw *v1.APIGateway) *corev1.Secret {
 }
 
 // waitBasicAuthFile waits until gw's Secret holds want as the file of the
-// tenant's Secret named secret.
-func waitBasicAuthFile(t *testing.T, gw *v1.APIGateway, secret, want string) *corev1.Secret {
+// tenant's Secret "users".
+func waitBasicAuthFile(t *testing.T, gw *v1.APIGateway, want string) *corev1.Secret {
 	t.Helper()
+	const secret = "users"
 	var s *corev1.Secret
 	require.Eventually(t, func() bool {
 		s = basicAuthChild(t, gw)
@@ -75,7 +76,7 @@ func TestBasicAuthSecret(t *testing.T) {
 	// Missing: the condition says so, the file is empty.
 	cur := waitCondition(t, gw, v1.ConditionBasicAuth, metav1.ConditionFalse, v1.ReasonSecretInvalid)
 	assert.Contains(t, meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionBasicAuth).Message, "Secret users does not exist")
-	child := waitBasicAuthFile(t, gw, "users", "")
+	child := waitBasicAuthFile(t, gw, "")
 	assertControlledBy(t, child, cur)
 	_, ch := settled(t, gw)
 	assert.Contains(t, ch.cm.Data[configKey], "auth_basic_user_file "+basicauth.Path("users")+";")
@@ -89,13 +90,13 @@ func TestBasicAuthSecret(t *testing.T) {
 		Data: map[string][]byte{basicauth.SecretKey: []byte("# team\n" + alice), "other": []byte("not for the gateway")}}
 	require.NoError(t, env.Client.Create(ctx, users))
 	waitCondition(t, gw, v1.ConditionBasicAuth, metav1.ConditionTrue, v1.ReasonSecretsValid)
-	child = waitBasicAuthFile(t, gw, "users", alice)
+	child = waitBasicAuthFile(t, gw, alice)
 	assert.Len(t, child.Data, 1, "only the htpasswd file, under the operator's name")
 
 	// Rotated: the new line replaces the old; no rollout.
 	rotated := htpasswdLine("alice", "second-password")
 	setSecret(t, users, rotated)
-	waitBasicAuthFile(t, gw, "users", rotated)
+	waitBasicAuthFile(t, gw, rotated)
 
 	// Refused: plaintext. The file empties (401), the condition says why
 	// without the password.
@@ -103,7 +104,7 @@ func TestBasicAuthSecret(t *testing.T) {
 	cur = waitCondition(t, gw, v1.ConditionBasicAuth, metav1.ConditionFalse, v1.ReasonSecretInvalid)
 	msg := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionBasicAuth).Message
 	assert.Contains(t, msg, "Secret users: htpasswd refused: line 1: a plaintext password")
-	waitBasicAuthFile(t, gw, "users", "")
+	waitBasicAuthFile(t, gw, "")
 
 	_, ch = settled(t, gw)
 	assert.Equal(t, depGeneration, ch.dep.Generation, "the Deployment did not change: no rollout")

@@ -13,10 +13,11 @@ import (
 	"example.com/apigateway-operator/basicauth"
 )
 
-// withBasicAuth is gw with basicAuth on its first route.
-func withBasicAuth(gw *v1.APIGateway, secret string) *v1.APIGateway {
+// withBasicAuth is gw with basicAuth on its first route, naming Secret
+// "users".
+func withBasicAuth(gw *v1.APIGateway) *v1.APIGateway {
 	gw = gw.DeepCopy()
-	gw.Spec.Routes[0].BasicAuth = &v1.BasicAuth{SecretName: secret}
+	gw.Spec.Routes[0].BasicAuth = &v1.BasicAuth{SecretName: "users"}
 	return gw
 }
 
@@ -48,7 +49,7 @@ func TestHtpasswdOf(t *testing.T) {
 
 func TestBasicAuthCondition(t *testing.T) {
 	plain := gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80))
-	auth := withBasicAuth(plain, "users")
+	auth := withBasicAuth(plain)
 	many := make([]string, basicauth.MaxSecrets+3)
 	for i := range many {
 		many[i] = "Secret s does not exist"
@@ -110,8 +111,8 @@ func TestBasicAuthPodTemplate(t *testing.T) {
 	assert.Nil(t, mount)
 
 	for name, gw := range map[string]*v1.APIGateway{
-		"Ingress":   withBasicAuth(plain, "users"),
-		"HTTPRoute": withBasicAuth(httpRouteGateway("gw", publicGateway, plain.Spec.Routes...), "users"),
+		"Ingress":   withBasicAuth(plain),
+		"HTTPRoute": withBasicAuth(httpRouteGateway("gw", publicGateway, plain.Spec.Routes...)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.NotEqual(t, inputsOf(plain, p).digest(), inputsOf(gw, p).digest(), "the first basicAuth route rolls the pods once")
@@ -131,7 +132,7 @@ func TestBasicAuthPodTemplate(t *testing.T) {
 }
 
 func TestDesiredBasicAuthSecret(t *testing.T) {
-	gw := withBasicAuth(gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80)), "users")
+	gw := withBasicAuth(gateway("gw", route("a.example.com", "/", v1.PathTypePrefix, "web", 80)))
 	gw.Namespace, gw.UID = "team", "uid-1"
 	files := map[string]string{basicauth.File("users"): "alice:{SHA}x\n"}
 	s := desiredBasicAuthSecret(gw, files)
