@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -294,8 +295,12 @@ type basicAuthWatch struct {
 	gateways map[client.ObjectKey]map[string]string
 }
 
-// track records the versions gw's pass read; nil forgets gw.
+// track records the versions gw's pass read; nil forgets gw. A nil w
+// (a Reconciler built without setup, in tests) tracks nothing.
 func (w *basicAuthWatch) track(gw client.ObjectKey, versions map[string]string) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(versions) == 0 {
@@ -307,22 +312,14 @@ func (w *basicAuthWatch) track(gw client.ObjectKey, versions map[string]string) 
 
 // Start reads the Secrets every w.every until ctx ends.
 func (w *basicAuthWatch) Start(ctx context.Context) error {
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for _, gw := range w.changed(ctx) {
-			select {
-			case w.requeue <- event.GenericEvent{Object: &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: gw.Name}}}:
-			case <-ctx.Done():
-				return nil
+			if !requeueGateway(ctx, w.requeue, gw) {
+				return
 			}
 		}
-	}
+	}, w.every)
+	return nil
 }
 
 // changed are the gateways some of whose Secrets changed since their
