@@ -186,7 +186,7 @@ func basicAuthCondition(gw *v1.APIGateway, a basicAuth) *metav1.Condition {
 			Message: strings.Join(problems, "; ") + ": the routes naming them answer 401"}
 	}
 	return &metav1.Condition{Type: v1.ConditionBasicAuth, Status: metav1.ConditionTrue, Reason: v1.ReasonSecretsValid,
-		Message: fmt.Sprintf("the %d Secrets the routes name hold htpasswd files the gateway serves", len(a.versions))}
+		Message: fmt.Sprintf("Secrets the routes name: %d, each holding an htpasswd file the gateway serves", len(a.versions))}
 }
 
 // setBasicAuthCondition sets or removes the BasicAuth condition in st.

@@ -62,7 +62,7 @@ func TestBasicAuthCondition(t *testing.T) {
 		message string
 	}{
 		"no basicAuth":  {gw: plain, a: basicAuth{versions: map[string]string{}}},
-		"all valid":     {gw: auth, a: basicAuth{versions: map[string]string{"users": "7"}}, status: metav1.ConditionTrue, reason: v1.ReasonSecretsValid, message: "the 1 Secrets"},
+		"all valid":     {gw: auth, a: basicAuth{versions: map[string]string{"users": "7"}}, status: metav1.ConditionTrue, reason: v1.ReasonSecretsValid, message: "Secrets the routes name: 1, each"},
 		"missing":       {gw: auth, a: basicAuth{problems: []string{"Secret users does not exist"}}, status: metav1.ConditionFalse, reason: v1.ReasonSecretInvalid, message: "Secret users does not exist: the routes naming them answer 401"},
 		"many problems": {gw: auth, a: basicAuth{problems: many}, status: metav1.ConditionFalse, reason: v1.ReasonSecretInvalid, message: "and 3 more"},
 		"name taken":    {gw: auth, a: basicAuth{taken: true}, status: metav1.ConditionFalse, reason: ReasonChildNameTaken, message: "gw-basic-auth is not this gateway's"},
