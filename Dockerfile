@@ -16,6 +16,7 @@ RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 # Only what the binary is built from (see also .dockerignore).
 COPY admit/ admit/
 COPY api/ api/
+COPY basicauth/ basicauth/
 COPY certs/ certs/
 COPY cmd/ cmd/
 COPY controller/ controller/

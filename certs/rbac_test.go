@@ -24,41 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/apigateway-operator/controller"
+	"example.com/apigateway-operator/test/testenv"
 )
 
-// The operator's identity in a cluster: the ServiceAccount manifests/rbac
-// binds its roles to.
-const (
-	operatorNamespace = "apigateway-operator-system"
-	operatorUser      = "system:serviceaccount:" + operatorNamespace + ":apigateway-operator"
-)
+// The operator's identity in a cluster (testenv.AsOperator).
+const operatorNamespace = testenv.OperatorNamespace
 
-// asOperator is env.Config impersonating the operator's ServiceAccount, so
-// the API server applies the generated RBAC as it would in a cluster.
-func asOperator() *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: operatorUser,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
-	}
-	return cfg
-}
+func asOperator() *rest.Config { return env.AsOperator() }
 
-// applyRBAC applies manifests/rbac (the generated roles, their bindings and
-// the empty Secret the Role names) into the operator's namespace until the
-// test ends.
-func applyRBAC(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}
-	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, ns)))
-	dir := filepath.Join(env.Root, "manifests", "rbac")
-	res := env.Kubectl(ctx, nil, "apply", "-k", dir)
-	require.NoError(t, res.Err)
-	t.Cleanup(func() {
-		assert.NoError(t, env.Kubectl(context.Background(), nil, "delete", "-k", dir, "--ignore-not-found").Err)
-	})
-}
+func applyRBAC(t *testing.T) { env.ApplyRBAC(t) }
 
 // TestSelfSignedWorksUnderTheGeneratedRBACAndTouchesNothingElse runs the
 // operator as its ServiceAccount under manifests/rbac, with the flags'
@@ -93,13 +67,20 @@ func TestSelfSignedWorksUnderTheGeneratedRBACAndTouchesNothingElse(t *testing.T)
 	c, err := client.New(asOperator(), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"rbac-test":"x"}}}`))
-	for _, obj := range others {
+	// The Secret is left out: RBAC lets the reconciler patch any Secret
+	// (a gateway's N-basic-auth, whose name it cannot know), and the
+	// operator policy, which this test does not install, refuses the
+	// others (manifests TestOperatorPolicies).
+	for _, obj := range others[:3] {
 		assert.True(t, apierrors.IsForbidden(c.Patch(ctx, obj, patch)), "patching %T %s is not forbidden", obj, obj.GetName())
 	}
 	secret := others[3].(*corev1.Secret)
 	assert.True(t, apierrors.IsForbidden(c.Update(ctx, secret)), "updating another Secret")
-	assert.True(t, apierrors.IsForbidden(c.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})), "reading another Secret")
-	assert.True(t, apierrors.IsForbidden(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "rbac-test-new"}})), "creating a Secret")
+	// The reconciler may get a Secret by name (the htpasswd a route's
+	// basicAuth names) and create and patch one (a gateway's
+	// N-basic-auth), in any namespace: RBAC cannot name them in advance.
+	// It may still not list, update or delete one
+	// (controller/basicauth.go, docs/security.md).
 	assert.True(t, apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNamespace))), "listing every Secret")
 	assert.True(t, apierrors.IsForbidden(c.List(ctx, &admissionregistrationv1.MutatingWebhookConfigurationList{})), "listing every MutatingWebhookConfiguration")
 	assert.True(t, apierrors.IsForbidden(c.List(ctx, &apiextensionsv1.CustomResourceDefinitionList{})), "listing every CRD")

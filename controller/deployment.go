@@ -165,10 +165,14 @@ type podInputs struct {
 	// ConfigHash is set with the Rollout strategy only.
 	ConfigHash string `json:"configHash,omitempty"`
 	Epoch      int    `json:"epoch"`
+	// BasicAuth: the pods mount the gateway's basic-auth Secret
+	// (basicAuthVolumes). Left out when false, so the digest of a gateway
+	// without basicAuth is what it was before.
+	BasicAuth bool `json:"basicAuth,omitempty"`
 }
 
 func inputsOf(gw *v1.APIGateway, p deploymentParams) podInputs {
-	in := podInputs{Image: image(gw, p), Resources: resources(gw), Strategy: strategy(gw), Epoch: podTemplateEpoch}
+	in := podInputs{Image: image(gw, p), Resources: resources(gw), Strategy: strategy(gw), Epoch: podTemplateEpoch, BasicAuth: hasBasicAuth(gw)}
 	if in.Strategy == v1.ConfigUpdateRollout {
 		in.ConfigHash = p.ConfigHash
 	}
@@ -240,6 +244,9 @@ func podSpec(gw *v1.APIGateway, p deploymentParams) *corev1ac.PodSpecApplyConfig
 	for _, d := range writableDirs {
 		spec.WithVolumes(corev1ac.Volume().WithName(d.name).
 			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(d.size))))
+	}
+	if vol, _ := basicAuthVolumes(gw); vol != nil {
+		spec.WithVolumes(vol)
 	}
 	return spec
 }
@@ -314,6 +321,9 @@ func container(gw *v1.APIGateway, p deploymentParams) *corev1ac.ContainerApplyCo
 			corev1ac.VolumeMount().WithName(reloaderName).WithMountPath(reloaderDir).WithReadOnly(true))
 	for _, d := range writableDirs {
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(d.name).WithMountPath(d.path))
+	}
+	if _, mount := basicAuthVolumes(gw); mount != nil {
+		c.WithVolumeMounts(mount)
 	}
 	if r := resources(gw); r != nil {
 		res := corev1ac.ResourceRequirements()

@@ -428,11 +428,19 @@ func (r *Reconciler) requeueAll(ctx context.Context) {
 		return
 	}
 	for i := range list.Items {
-		gw := &list.Items[i]
-		select {
-		case r.requeue <- event.GenericEvent{Object: &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: gw.Name}}}:
-		case <-ctx.Done():
+		if !requeueGateway(ctx, r.requeue, client.ObjectKeyFromObject(&list.Items[i])) {
 			return
 		}
+	}
+}
+
+// requeueGateway hands the gateway named key to the reconciler through
+// requeue (a channel source); false when ctx ended first.
+func requeueGateway(ctx context.Context, requeue chan<- event.GenericEvent, key client.ObjectKey) bool {
+	select {
+	case requeue <- event.GenericEvent{Object: &v1.APIGateway{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,6 +102,8 @@ type Options struct {
 	dialStatus dialFunc
 	// podReportsTimeout, when set, replaces podReportsTimeout (tests).
 	podReportsTimeout time.Duration
+	// basicAuthResync, when set, replaces basicAuthResync (tests).
+	basicAuthResync time.Duration
 }
 
 // children are the options that shape the children (Children).
@@ -135,6 +138,8 @@ type Reconciler struct {
 	// prober reads the pods' reloader status off the reconcile workers
 	// (Reconciler.liveStatus).
 	prober *prober
+	// authWatch notices changes of the Secrets basicAuth routes name.
+	authWatch *basicAuthWatch
 	// keys is the push key, nil with pushes off; pusher sends new
 	// configurations to the pods off the reconcile workers.
 	keys   *pushKeys
@@ -210,7 +215,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		requeue: make(chan event.GenericEvent),
 	}
 	r.pusher = newPusher(pods, mgr.GetLogger().WithName("push"), r.prober.reread)
-	runs := []manager.Runnable{r.prober, r.pusher}
+	r.authWatch = &basicAuthWatch{live: mgr.GetAPIReader(), requeue: r.requeue, every: cmp.Or(opts.basicAuthResync, basicAuthResync),
+		gateways: map[client.ObjectKey]map[string]string{}}
+	runs := []manager.Runnable{r.prober, r.pusher, r.authWatch}
 	if opts.PushKeySecret.Name != "" {
 		r.keys = &pushKeys{secret: opts.PushKeySecret, live: mgr.GetAPIReader(), write: mgr.GetClient(),
 			log: mgr.GetLogger().WithName("push-key"), changed: r.requeueAll}
@@ -293,6 +300,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	gw, err := r.fetch(ctx, req.NamespacedName)
 	if gw == nil {
 		r.prober.forget(req.NamespacedName)
+		r.authWatch.track(req.NamespacedName, nil)
 		return ctrl.Result{}, err
 	}
 	d, err := r.decide(ctx, gw, r.currentHTTPRoutes(ctx, gw))
@@ -302,14 +310,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.recordClaims(ctx, gw, d.claims); err != nil {
 		return retryStale(err)
 	}
-	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept))
+	auth := readBasicAuth(ctx, r.clients.live, gw)
+	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept), &auth)
+	r.authWatch.track(req.NamespacedName, auth.versions)
 	if staleConfigMap(failures) {
 		return retryStale(errStale)
 	}
 	live := r.liveStatus(ctx, gw, dep, failures, hash)
 	r.noteConflicts(gw, d.lost)
 	r.noteRefusal(gw, live)
-	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed, live)
+	statusErr := r.updateStatus(ctx, gw, dep, failures, d, exposed, live, basicAuthCondition(gw, auth))
 	if errors.Is(statusErr, errStale) {
 		return retryStale(statusErr)
 	}
@@ -398,7 +408,7 @@ func joinRetryable(errs ...error) error {
 // It returns the Deployment as the API server has it (nil if missing), the
 // hash of the configuration in the ConfigMap when it is the spec's (empty
 // otherwise) and the Exposed condition (exposedCondition).
-func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway) (*appsv1.Deployment, string, *metav1.Condition, []failure) {
+func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGateway, auth *basicAuth) (*appsv1.Deployment, string, *metav1.Condition, []failure) {
 	var (
 		failures []failure
 		made     []string
@@ -434,7 +444,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 			renderErr = err
 		}
 	}
-	dep, hash, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, note)
+	r.applyBasicAuth(ctx, gw, auth, note)
+	dep, hash, depFailure := r.applyConfigAndDeployment(ctx, gw, want, renderErr, auth.taken, note)
 	if depFailure != nil {
 		failures = append(failures, *depFailure)
 	}
@@ -455,8 +466,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, gw, served *v1.APIGatewa
 // template), and returns the configuration's hash once the ConfigMap
 // holds it. Routes the renderer refused (renderErr) leave both as they
 // are; so does a ConfigMap name held by someone else, whose data the pods
-// would otherwise mount.
-func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, want Desired, renderErr error, note func(string, client.Object, action, error)) (*appsv1.Deployment, string, *failure) {
+// would otherwise mount, and a basic-auth Secret name (authTaken).
+func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGateway, want Desired, renderErr error, authTaken bool, note func(string, client.Object, action, error)) (*appsv1.Deployment, string, *failure) {
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}
 	if renderErr != nil {
 		r.recorder.Eventf(gw, nil, corev1.EventTypeWarning, ReasonInvalidRoutes, "Render", "%v", renderErr)
@@ -476,6 +487,9 @@ func (r *Reconciler) applyConfigAndDeployment(ctx context.Context, gw *v1.APIGat
 	note("ConfigMap", configMapChild.stub(cmKey), act, err)
 	if isNameTaken(err) {
 		return r.currentDeployment(ctx, gw), "", notApplied("Deployment", gw.Name, "its pods would mount ConfigMap "+cmKey.Name)
+	}
+	if authTaken {
+		return r.currentDeployment(ctx, gw), "", notApplied("Deployment", gw.Name, "its pods would mount Secret "+basicAuthSecretName(gw))
 	}
 	hash := want.ConfigHash
 	if err != nil {
@@ -602,8 +616,10 @@ func (r *Reconciler) currentDeployment(ctx context.Context, gw *v1.APIGateway) *
 // when it differs from what gw already says, and only over the status gw
 // was read with (errStale otherwise): a merge patch from a stale read
 // would put back what that read said.
-func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition, live liveState) error {
-	want := computeStatus(gw, dep, failures, d.lost, exposed, live, metav1.NewTime(time.Now().Truncate(time.Second)))
+func (r *Reconciler) updateStatus(ctx context.Context, gw *v1.APIGateway, dep *appsv1.Deployment, failures []failure, d decision, exposed *metav1.Condition, live liveState, auth *metav1.Condition) error {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	want := computeStatus(gw, dep, failures, d.lost, exposed, live, now)
+	setBasicAuthCondition(&want, gw, auth, now)
 	want.Claims = d.claims
 	if apiequality.Semantic.DeepEqual(gw.Status, want) {
 		return nil

@@ -141,6 +141,29 @@ func TestOperatorPolicies(t *testing.T) {
 		require.NoError(t, operator.Create(ctx, mine))
 		require.NoError(t, operator.Delete(ctx, mine))
 	})
+	t.Run("a Secret", func(t *testing.T) {
+		secret := func(namespace, name string) *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: child(namespace, name).ObjectMeta, Data: map[string][]byte{"auth": []byte("x")}}
+		}
+		orphan := secret(ns.Name, "orphan")
+		orphan.OwnerReferences = nil
+		forbidden(t, operator.Create(ctx, orphan), "writes only objects it built")
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "users"}, Data: map[string][]byte{"auth": []byte("x")}}
+		require.NoError(t, env.Client.Create(ctx, theirs))
+		takeover := secret(ns.Name, "users")
+		takeover.ResourceVersion = theirs.ResourceVersion
+		forbidden(t, operator.Update(ctx, takeover), "writes only objects it built")
+		forbidden(t, operator.Delete(ctx, theirs), "writes only objects it built")
+		forbidden(t, operator.Create(ctx, secret("kube-system", "shop-basic-auth")), "writes nothing in namespace kube-system")
+		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "another"}}
+		forbidden(t, operator.Create(ctx, other), "writes only objects it built")
+		mine := secret(ns.Name, gw.Name+"-basic-auth")
+		require.NoError(t, operator.Create(ctx, mine))
+		mine.Data = map[string][]byte{"htpasswd-0": []byte("y")}
+		require.NoError(t, operator.Update(ctx, mine))
+		key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "apigateway-operator-push-key"}}
+		require.NoError(t, client.IgnoreAlreadyExists(operator.Create(ctx, key)), "its push key")
+	})
 	t.Run("the defaults policy's parameters", func(t *testing.T) {
 		params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: policy.ParamsName}}
 		require.NoError(t, client.IgnoreAlreadyExists(operator.Create(ctx, params)))

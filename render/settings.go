@@ -93,6 +93,14 @@ var trafficSettings = []trafficSetting{
 		bound: func(r *v1.Route, _ int) (int, int) { return sourceRangesBound(r) },
 	},
 	{
+		field: "basicAuth",
+		set:   func(r *v1.Route) bool { return r.BasicAuth != nil },
+		write: func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
+			return writeBasicAuth(&w.loc, r.BasicAuth, fld)
+		},
+		bound: func(r *v1.Route, _ int) (int, int) { return basicAuthBound(r) },
+	},
+	{
 		field: "rateLimit",
 		set:   func(r *v1.Route) bool { return r.RateLimit != nil },
 		write: func(w *trafficWriter, r *v1.Route, _ *field.Path) field.ErrorList {

@@ -236,6 +236,7 @@ type ParentGatewayReference struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.redirect) || !has(self.redirect.path) || self.redirect.path.type != 'ReplacePrefixMatch' || !has(self.pathType) || self.pathType == 'Prefix'",message="ReplacePrefixMatch replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".redirect.path"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || has(self.backendService)",message="shares the requests of backendService, which the route does not have",fieldPath=".additionalBackends"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !has(self.backendService) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
+// +kubebuilder:validation:XValidation:rule="!has(self.basicAuth) || !has(self.redirect) || (has(self.redirect.scheme) && !has(self.redirect.hostname))",message="a redirect with a hostname or without scheme answers every request before basicAuth is asked: remove basicAuth",fieldPath=".basicAuth"
 type Route struct {
 	// host is the DNS name the route answers for, in lower case, such as
 	// api.example.com; a leading "*." matches exactly one more label
@@ -327,6 +328,12 @@ type Route struct {
 	// backends.
 	// +optional
 	SourceRanges *SourceRanges `json:"sourceRanges,omitempty"`
+
+	// basicAuth asks the route's clients for a user name and password
+	// from an htpasswd Secret; others are answered 401. Checked after
+	// sourceRanges; a redirect to the other scheme comes first.
+	// +optional
+	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
 
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.

@@ -189,13 +189,17 @@ func getThrough(t *testing.T, ip, host, path string) (reply struct{ Service, Pod
 const routeChangeWait = 3 * time.Minute
 
 // statusThrough is the status of a request through the gateway pod at
-// ip for path on host, or 0 when there is no answer.
-func statusThrough(ctx context.Context, ip, host, path string) int {
+// ip for path on host, or 0 when there is no answer; each of set changes
+// the request first.
+func statusThrough(ctx context.Context, ip, host, path string, set ...func(*http.Request)) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+path, http.NoBody)
 	if err != nil {
 		return 0
 	}
 	req.Host = host
+	for _, f := range set {
+		f(req)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0

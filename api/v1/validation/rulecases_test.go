@@ -241,6 +241,7 @@ func trafficCases(add addCase) {
 	rewriteCases(add)
 	headerCases(add)
 	sourceRangeCases(add)
+	basicAuthCases(add)
 }
 
 // sourceRangeCases: each way of writing a network (canonical or not, of

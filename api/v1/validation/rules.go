@@ -50,6 +50,11 @@ const (
 	// most 64 distinct IPv4 or IPv6 networks in canonical form
 	// (CanonicalCIDR).
 	RuleSourceRanges = "routes.sourceRanges"
+	// RuleBasicAuth: a route's basicAuth names a Secret (a DNS subdomain)
+	// and, optionally, a realm of letters, digits, spaces and . _ , : / (
+	// ) @ -, up to 64 characters; not on a route whose redirect answers
+	// every request.
+	RuleBasicAuth = "routes.basicAuth"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match
 	// has at least one condition: at most 8 headers (valid names, not

@@ -44,6 +44,7 @@ type schemaRules struct {
 	headerName, headerValue, maxBodySize                         stringRule
 	matchName, queryValue, cookieValue                           stringRule
 	cidr                                                         stringRule
+	basicAuthSecret, basicAuthRealm                              stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
@@ -99,6 +100,8 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		queryValue:       c.stringRule(route+"rules[].matches[].queryParams[].value", true),
 		cookieValue:      c.stringRule(route+"rules[].matches[].cookies[].value", true),
 		cidr:             c.stringRule(route+"sourceRanges.allow[]", false),
+		basicAuthSecret:  c.stringRule(route+"basicAuth.secretName", false),
+		basicAuthRealm:   c.stringRule(route+"basicAuth.realm", true),
 
 		routes:             c.maxItems("routes"),
 		tls:                c.maxItems("tls"),

@@ -68,6 +68,7 @@ func EverySetting(r v1.Route) v1.Route {
 	// Documentation networks only (RFC 5737, RFC 3849), so traffic sent
 	// through such routes is never refused.
 	r.SourceRanges = &v1.SourceRanges{Allow: []v1.CIDR{"0.0.0.0/0", "::/0"}, Deny: []v1.CIDR{"192.0.2.0/24", "2001:db8::/32"}}
+	r.BasicAuth = &v1.BasicAuth{SecretName: "api-users", Realm: "Staff only"}
 	// A redirect with a scheme answers only the requests on the other
 	// one: these, to http, only those that came over https, which the
 	// tests and benchmarks never send, so the route still proxies.
