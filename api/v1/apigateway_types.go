@@ -328,6 +328,12 @@ type Route struct {
 	// +optional
 	SourceRanges *SourceRanges `json:"sourceRanges,omitempty"`
 
+	// externalAuth asks an authentication Service of the gateway's
+	// namespace about each request before the route's backends see it
+	// (after its sourceRanges and rateLimit).
+	// +optional
+	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
+
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.
 	// +optional
