@@ -51,7 +51,7 @@ const (
 // authTarget is a route's external authentication, checked: what its
 // locations and its internal location write.
 type authTarget struct {
-	// location is the internal location's path, unique per route.
+	// location is the internal location's path (authBlock).
 	location string
 	// lines are the lines of each of the route's locations and its rules'
 	// named locations, at their top (writeLocationBody): also in a
@@ -76,8 +76,9 @@ func writeExternalAuth(w *trafficWriter, r *v1.Route, fld *field.Path) field.Err
 	if len(errs) > 0 {
 		return errs
 	}
-	t := &authTarget{location: authLocationPrefix + w.id, signIn: a.SignInURL != ""}
-	t.block = authBlock(a, t.location, w.backend(a.Service, int32(a.Port)))
+	t := &authTarget{signIn: a.SignInURL != ""}
+	t.location, t.block = authBlock(a, w.backend(a.Service, int32(a.Port)))
+	id := strings.TrimPrefix(t.location, authLocationPrefix)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%sauth_request %s;\n", indent, nginxQuoted(t.location))
 	if t.signIn {
@@ -108,7 +109,7 @@ func writeExternalAuth(w *trafficWriter, r *v1.Route, fld *field.Path) field.Err
 		// The Service's header, or none: the client's own copy never
 		// reaches the backend, as proxy_set_header replaces it and an
 		// empty value sends nothing.
-		variable := fmt.Sprintf("gateway_auth_%s_%d", w.id, i)
+		variable := fmt.Sprintf("gateway_auth_%s_%d", id, i)
 		fmt.Fprintf(&b, "%sauth_request_set $%s $upstream_http_%s;\n", indent, variable, headerVariable(string(n)))
 		fmt.Fprintf(&b, "%sproxy_set_header %s $%s;\n", indent, n, variable)
 	}
@@ -118,11 +119,12 @@ func writeExternalAuth(w *trafficWriter, r *v1.Route, fld *field.Path) field.Err
 }
 
 // authBlock is the internal location that asks the authentication
-// Service, at backend, about a request.
-func authBlock(a *v1.ExternalAuth, location, backend string) string {
+// Service, at backend, about a request, and its path: named after a hash
+// of what it does, so routes of one server with the same external
+// authentication (one oauth2-proxy for many routes) share it.
+func authBlock(a *v1.ExternalAuth, backend string) (location, block string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n    # routes[].externalAuth: the request's head, without body, to the authentication Service.\n")
-	fmt.Fprintf(&b, "    location = %s {\n%sinternal;\n", nginxQuoted(location), indent)
+	fmt.Fprintf(&b, "%sinternal;\n", indent)
 	fmt.Fprintf(&b, "%sproxy_pass_request_body off;\n%sproxy_pass_request_headers off;\n", indent, indent)
 	timeout := validation.AuthTimeoutSeconds(a)
 	fmt.Fprintf(&b, "%sproxy_connect_timeout %ds;\n%sproxy_send_timeout %ds;\n%sproxy_read_timeout %ds;\n", indent, timeout, indent, timeout, indent, timeout)
@@ -134,7 +136,10 @@ func authBlock(a *v1.ExternalAuth, location, backend string) string {
 	}
 	fmt.Fprintf(&b, "%sset $%s %s;\n", indent, authBackendVariable, nginxQuoted(backend))
 	fmt.Fprintf(&b, "%sproxy_pass http://$%s%s;\n    }\n", indent, authBackendVariable, a.Path)
-	return b.String()
+	// The response headers name the variables the route's locations set.
+	location = authLocationPrefix + shortID(b.String()+fmt.Sprint(a.ResponseHeaders))
+	return location, "\n    # routes[].externalAuth: the request's head, without body, to the authentication Service.\n" +
+		"    location = " + nginxQuoted(location) + " {\n" + b.String()
 }
 
 // authSentHeaders are the headers the authentication Service always
@@ -277,24 +282,45 @@ func writeAuthRedirectMaps(b *strings.Builder) {
 	fmt.Fprintf(b, "map %s $%s {\n    \"\" \"%s\";\n    default \"\";\n}\n", rest(authRedirectPasses), authRedirectVariable, strings.Join(done, ""))
 }
 
-// authBound bounds what r's external authentication writes: in each
-// location, its lines; once, its internal location (counted at http
-// level, where the size bound sums per route). They are measured, not
-// estimated, with the longest backend name. The escaping maps are
-// counted by sizeBound, once per gateway (authRedirectMapsBytes).
+// authBound bounds what r's external authentication writes in each of
+// its locations: its lines, measured with the longest backend name. Its
+// internal location, once per server for the routes that share it, is
+// counted by sizeBound (authBlocks), and so are the escaping maps, once
+// per gateway (authRedirectMapsBytes).
 func authBound(r *v1.Route, suffix int) (perLocation, http int) {
-	a := r.ExternalAuth
-	if a == nil {
+	t := authMeasured(r, suffix)
+	if t == nil {
 		return 0, 0
 	}
-	w := &trafficWriter{t: &routeTraffic{}, id: routeID(""), backend: func(n v1.ServiceName, p int32) string {
+	return len(t.lines), 0
+}
+
+// authMeasured is r's external authentication rendered with a backend
+// name of the longest length its Service's can have; nil for none.
+func authMeasured(r *v1.Route, suffix int) *authTarget {
+	if r.ExternalAuth == nil {
+		return nil
+	}
+	w := &trafficWriter{t: &routeTraffic{}, id: routeID(""), backend: func(n v1.ServiceName, _ int32) string {
 		return strings.Repeat("x", backendBound(n, suffix))
 	}}
 	_ = writeExternalAuth(w, r, field.NewPath("externalAuth"))
-	if w.t.auth == nil {
-		return 0, 0
+	return w.t.auth
+}
+
+// authBlocks counts the internal locations of a gateway's external
+// authentications for sizeBound: once per server and location.
+type authBlocks map[string]bool
+
+// add is what r's internal location adds to the bound: its size, or 0
+// when one of the same server already counted it.
+func (c authBlocks) add(r *v1.Route, suffix int) int {
+	t := authMeasured(r, suffix)
+	if t == nil || c[string(r.Host)+" "+t.location] {
+		return 0
 	}
-	return len(w.t.auth.lines), len(w.t.auth.block)
+	c[string(r.Host)+" "+t.location] = true
+	return len(t.block)
 }
 
 // authRedirectMapsBytes is the size of the escaping maps.
@@ -305,13 +331,14 @@ func authRedirectMapsBytes() int {
 }
 
 // writeAuthLocations writes the internal locations of the external
-// authentications of a server's locations, sorted: once per route, which
-// has one or two locations.
+// authentications of a server's locations, in their sorted order, each
+// once: a route has one or two locations, and routes with the same
+// external authentication share one.
 func writeAuthLocations(b *strings.Builder, sorted []location) {
-	written := map[*authTarget]bool{}
+	written := map[string]bool{}
 	for _, l := range sorted {
-		if a := l.traffic.auth; a != nil && !written[a] {
-			written[a] = true
+		if a := l.traffic.auth; a != nil && !written[a.location] {
+			written[a.location] = true
 			b.WriteString(a.block)
 		}
 	}

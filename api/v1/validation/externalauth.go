@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,7 +28,7 @@ const (
 	signInURLCharsMessage  = "must be an absolute https URL of a lower-case host, optionally a port, and a path and query of letters, digits and - . _ ~ / ? ! & ( ) * + , = : @ %, without fragment"
 	authPathEncodedMessage = "must not hold percent-encoded bytes: the authentication Service receives the path as written"
 	authSetHeadersMessage  = "X-Original-URI and X-Original-Method are set by the gateway"
-	authHeaderTwiceMessage = "requestHeaders change this header too: the backend receives the authentication Service's copy"
+	authHeaderTwiceMessage = "requestHeaders change a header the authentication Service's answer sets: the backend must receive the Service's copy alone"
 )
 
 // DefaultAuthTimeoutSeconds is the authentication Service's timeout when
@@ -78,30 +79,27 @@ func validateExternalAuth(r *v1.Route) field.ErrorList {
 	return errs.WithOrigin(RuleExternalAuth)
 }
 
-// changedTwice refuses a response header of the authentication Service
-// that the route's requestHeaders also set, add or remove: the gateway
-// would send the backend two values, one of them the client's.
+// changedTwice refuses response headers of the authentication Service
+// that the route's requestHeaders also set, add or remove: the backend
+// would receive two values, with add one of them the client's. The
+// schema's rule is on the route, at the list: reported once, there.
 func changedTwice(names []v1.HTTPHeaderName, m *v1.HeaderModifier, fld *field.Path) field.ErrorList {
 	if m == nil {
 		return nil
 	}
 	changed := map[string]bool{}
-	for _, h := range m.Set {
-		changed[strings.ToLower(string(h.Name))] = true
-	}
-	for _, h := range m.Add {
+	for _, h := range slices.Concat(m.Set, m.Add) {
 		changed[strings.ToLower(string(h.Name))] = true
 	}
 	for _, n := range m.Remove {
 		changed[strings.ToLower(string(n))] = true
 	}
-	var errs field.ErrorList
-	for i, n := range names {
+	for _, n := range names {
 		if changed[strings.ToLower(string(n))] {
-			errs = append(errs, field.Invalid(fld.Index(i), n, authHeaderTwiceMessage))
+			return field.ErrorList{field.Invalid(fld, n, authHeaderTwiceMessage)}
 		}
 	}
-	return errs
+	return nil
 }
 
 // validateSignInURL checks a sign-in URL: the schema's pattern (its
