@@ -50,7 +50,7 @@ type authSeen struct {
 	body   int
 }
 
-func startAuthServer(t *testing.T) *authServer {
+func startAuthServer(t testing.TB) *authServer {
 	t.Helper()
 	a := &authServer{seen: map[string]authSeen{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +87,7 @@ func (a *authServer) request(uri string) authSeen {
 
 // hitBackend answers 200 with the headers it received and counts
 // its requests.
-func hitBackend(t *testing.T, hits *atomic.Int64) int32 {
+func hitBackend(t testing.TB, hits *atomic.Int64) int32 {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -98,7 +98,7 @@ func hitBackend(t *testing.T, hits *atomic.Int64) int32 {
 }
 
 // closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) int32 {
+func closedPort(t testing.TB) int32 {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -168,10 +168,12 @@ func headerVariable(n string) string { return strings.ReplaceAll(strings.ToLower
 // checkExternalAuth is the renderer's own look at what an external
 // authentication writes: a path of the rewrite's alphabet, header names
 // of letters, digits and '-' that are none of the headers the gateway
-// sets itself, and a sign-in URL of the schema's alphabet.
+// sets itself, and a sign-in URL of the schema's alphabet; the path and
+// the URL (with its "rd=" variable) short enough for one nginx token.
 func checkExternalAuth(a *v1.ExternalAuth, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if !isPath(string(a.Path)) {
+	// nginx reads a token of at most 4096 bytes (maxNginxArgument).
+	if !isPath(string(a.Path)) || len(a.Path) > maxNginxArgument {
 		errs = append(errs, field.Invalid(fld.Child("path"), a.Path, "the renderer writes only a path of letters, digits and - . _ ~ / ! & ( ) * + , = : @"))
 	}
 	lists := []struct {
@@ -188,7 +190,7 @@ func checkExternalAuth(a *v1.ExternalAuth, fld *field.Path) field.ErrorList {
 			}
 		}
 	}
-	if s := a.SignInURL; s != "" && (!validation.IsSignInURL(s) || !isSignInChars(s)) {
+	if s := a.SignInURL; s != "" && (!validation.IsSignInURL(s) || !isSignInChars(s) || len(s) > maxNginxArgument-64) {
 		errs = append(errs, field.Invalid(fld.Child("signInURL"), s, "the renderer writes only an https URL of letters, digits and - . _ ~ / ? ! & ( ) * + , = : @ %"))
 	}
 	if t := validation.AuthTimeoutSeconds(a); t < 1 || t > 30 {
