@@ -133,7 +133,9 @@ func authRoutes(authPort, backendPort, downPort int32) []v1.Route {
 		Matches:        []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchPresent}}}},
 		BackendService: v1.BackendService{Name: "backend", Port: v1.PortNumber(backendPort)},
 	}}, ExternalAuth: auth(authPort, authSignIn)}
-	return []v1.Route{app, api, down, office, ruled}
+	wild := route("*.apps.example.com", "/w", v1.PathTypeExact, "backend", backendPort)
+	wild.ExternalAuth = auth(authPort, authSignIn)
+	return []v1.Route{app, api, down, office, ruled, wild}
 }
 
 // TestDataPlaneExternalAuth: each answer of the authentication Service
@@ -227,6 +229,39 @@ func TestDataPlaneExternalAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDataPlaneExternalAuthWildcardHost: on a wildcard's server the
+// client writes the first label of rd's host; one that is not a DNS label
+// gets an empty rd, never another host.
+func TestDataPlaneExternalAuthWildcardHost(t *testing.T) {
+	auth := startAuthServer(t)
+	var hits atomic.Int64
+	gw := gateway("auth", authRoutes(auth.port, hitBackend(t, &hits), closedPort(t))...)
+	nginx := startNginx(t, nginxBinary(t), func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+	c := gatewayClient("127.0.0.1")
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for host, rd := range map[string]string{
+		"shop.apps.example.com":     "http://shop.apps.example.com/w?q=1",
+		"evil@x.apps.example.com":   "",
+		"evil:1@x.apps.example.com": "",
+		"evil?.apps.example.com":    "",
+		"a_b.apps.example.com":      "",
+		"a%2f.apps.example.com":     "",
+	} {
+		t.Run(host, func(t *testing.T) {
+			resp, body, err := do(c, nginx.httpAddr, http.MethodGet, host, "/w?q=1", nil, nil)
+			require.NoError(t, err)
+			if resp.StatusCode == http.StatusBadRequest {
+				t.Skipf("nginx refuses the host %q itself", host)
+			}
+			require.Equal(t, http.StatusFound, resp.StatusCode, "body: %s", body)
+			loc, err := url.Parse(resp.Header.Get("Location"))
+			require.NoError(t, err)
+			assert.Equal(t, rd, loc.Query().Get("rd"), "Location: %s", resp.Header.Get("Location"))
+		})
+	}
+	assert.Equal(t, int64(0), hits.Load())
 }
 
 // TestDataPlaneExternalAuthSlow: an authentication Service that does not

@@ -262,14 +262,16 @@ const authSafe = `[-A-Za-z0-9._~/:@!\x24'()*,=?]`
 func writeAuthRedirectMaps(b *strings.Builder) {
 	b.WriteString("# routes[].externalAuth.signInURL: the URL asked for, percent-encoded as rd's value.\n")
 	rest := func(i int) string { return fmt.Sprintf("$%s_rest%d", authRedirectVariable, i) }
-	// The URL, when it holds only characters the maps write: safe ones
-	// and those they encode. Any other (a byte past ASCII in the query, a
+	// The URL, when its host is a DNS name (a wildcard server's first
+	// label is the client's: "a?b.example.com" would make rd's host "a")
+	// and the rest holds only characters the maps write: safe ones and
+	// those they encode. Any other (a byte past ASCII in the query, a
 	// '[') makes it "", and rd empty.
 	var known strings.Builder
 	for _, e := range authEscapes {
 		known.WriteString("|" + e.pattern)
 	}
-	fmt.Fprintf(b, "map \"$%s://$host$request_uri\" %s {\n    default \"\";\n    \"~^((?:%s%s)*)$\" \"$1\";\n}\n",
+	fmt.Fprintf(b, "map \"$%s://$host$request_uri\" %s {\n    default \"\";\n    \"~^(https?://[-a-z0-9.]+/(?:%s%s)*)$\" \"$1\";\n}\n",
 		forwardedProtoVariable, rest(0), authSafe, known.String())
 	done := make([]string, authRedirectPasses)
 	for i := 1; i <= authRedirectPasses; i++ {
