@@ -74,13 +74,7 @@ func TestRenderAccessLog(t *testing.T) {
 				assert.Contains(t, lines, w, config)
 			}
 			for w, n := range tc.wantN {
-				count := 0
-				for _, l := range lines {
-					if l == w {
-						count++
-					}
-				}
-				assert.Equal(t, n, count, "lines %q in:\n%s", w, config)
+				assert.Equal(t, n, countLines(config, w), "lines %q in:\n%s", w, config)
 			}
 			for _, w := range tc.notWant {
 				assert.NotContains(t, config, w)

@@ -138,15 +138,21 @@ func authRoutes(authPort, backendPort, downPort int32) []v1.Route {
 	return []v1.Route{app, api, down, office, ruled, wild}
 }
 
+// startAuthGateway starts an authentication server, a backend counting
+// its requests, and nginx serving authRoutes.
+func startAuthGateway(t *testing.T) (*authServer, *atomic.Int64, *nginxProcess) {
+	t.Helper()
+	auth := startAuthServer(t)
+	hits := &atomic.Int64{}
+	gw := gateway("auth", authRoutes(auth.port, hitBackend(t, hits), closedPort(t))...)
+	return auth, hits, startNginx(t, nginxBinary(t), func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+}
+
 // TestDataPlaneExternalAuth: each answer of the authentication Service
 // through the real nginx, and that the backend is reached only after a
 // 2xx, with the Service's identity headers and never the client's.
 func TestDataPlaneExternalAuth(t *testing.T) {
-	auth := startAuthServer(t)
-	var hits atomic.Int64
-	backend := hitBackend(t, &hits)
-	gw := gateway("auth", authRoutes(auth.port, backend, closedPort(t))...)
-	nginx := startNginx(t, nginxBinary(t), func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+	auth, hits, nginx := startAuthGateway(t)
 	forged := http.Header{"X-Auth-Request-User": {"mallory"}, "X-Auth-Request-Email": {"mallory@example.com"}}
 	tests := map[string]struct {
 		from, target, authorization string
@@ -235,10 +241,7 @@ func TestDataPlaneExternalAuth(t *testing.T) {
 // client writes the first label of rd's host; one that is not a DNS label
 // gets an empty rd, never another host.
 func TestDataPlaneExternalAuthWildcardHost(t *testing.T) {
-	auth := startAuthServer(t)
-	var hits atomic.Int64
-	gw := gateway("auth", authRoutes(auth.port, hitBackend(t, &hits), closedPort(t))...)
-	nginx := startNginx(t, nginxBinary(t), func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+	_, hits, nginx := startAuthGateway(t)
 	c := gatewayClient("127.0.0.1")
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for host, rd := range map[string]string{
@@ -269,11 +272,7 @@ func TestDataPlaneExternalAuthWildcardHost(t *testing.T) {
 // never reached. The wait is nginx's own timeout; the client's is
 // dataPlaneWait, well above it.
 func TestDataPlaneExternalAuthSlow(t *testing.T) {
-	auth := startAuthServer(t)
-	var hits atomic.Int64
-	backend := hitBackend(t, &hits)
-	gw := gateway("auth", authRoutes(auth.port, backend, closedPort(t))...)
-	nginx := startNginx(t, nginxBinary(t), func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+	auth, hits, nginx := startAuthGateway(t)
 	start := time.Now()
 	resp, body := send(t, gatewayClient("127.0.0.1"), nginx.httpAddr, http.MethodGet, "/app/slow", http.Header{"Authorization": {"Bearer slow"}}, nil)
 	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "body: %s", body)

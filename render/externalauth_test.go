@@ -110,15 +110,8 @@ func TestRenderExternalAuth(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			config, err := Config(gateway("gw", tc.routes()...), Options{})
 			require.NoError(t, err)
-			lines := strings.Split(config, "\n")
 			for line, n := range tc.want {
-				count := 0
-				for _, l := range lines {
-					if l == line {
-						count++
-					}
-				}
-				assert.Equal(t, n, count, "%q in:\n%s", line, config)
+				assert.Equal(t, n, countLines(config, line), "%q in:\n%s", line, config)
 			}
 			for _, s := range tc.notWant {
 				assert.NotContains(t, config, s)
@@ -169,3 +162,14 @@ func TestRenderExternalAuthRefusesHostileStrings(t *testing.T) {
 }
 
 func fieldPath() *field.Path { return field.NewPath("externalAuth") }
+
+// countLines is how many lines of config are line.
+func countLines(config, line string) int {
+	n := 0
+	for l := range strings.SplitSeq(config, "\n") {
+		if l == line {
+			n++
+		}
+	}
+	return n
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -37,10 +38,7 @@ const DefaultAuthTimeoutSeconds int32 = 5
 
 // AuthTimeoutSeconds is a's timeoutSeconds, or DefaultAuthTimeoutSeconds.
 func AuthTimeoutSeconds(a *v1.ExternalAuth) int32 {
-	if a.TimeoutSeconds == nil {
-		return DefaultAuthTimeoutSeconds
-	}
-	return *a.TimeoutSeconds
+	return ptr.Deref(a.TimeoutSeconds, DefaultAuthTimeoutSeconds)
 }
 
 // validateExternalAuth checks r's external authentication, at the fields
