@@ -38,7 +38,7 @@ func TestHTTPRouteExternalAuth(t *testing.T) {
 				continue
 			}
 			require.Len(t, rule.BackendRefs, 1, key)
-			ref := rule.BackendRefs[0].BackendRef.BackendObjectReference
+			ref := rule.BackendRefs[0].BackendObjectReference
 			assert.Equal(t, gatewayv1.ObjectName(gw.Name), ref.Name, "%s goes to the gateway's nginx", key)
 			assert.Nil(t, ref.Namespace, key)
 			proxied[key] = true
