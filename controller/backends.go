@@ -78,7 +78,8 @@ func gatewaysRoutingTo(ctx context.Context, gateways client.Reader, svc *service
 const backendServiceIndex = "apigateway.example.com/backend-service"
 
 // backendServiceNames is backendServiceIndex's function: the distinct
-// names of gw's backends, backendService and additional ones.
+// names of gw's backends, backendService, additional ones, the rules',
+// and the authentication Services of externalAuth (pooled alike).
 func backendServiceNames(obj client.Object) []string {
 	gw, ok := obj.(*v1.APIGateway)
 	if !ok {
@@ -97,6 +98,9 @@ func backendServiceNames(obj client.Object) []string {
 		}
 		for _, rule := range r.Rules {
 			add(rule.BackendService.Name)
+		}
+		if a := r.ExternalAuth; a != nil {
+			add(a.Service)
 		}
 	}
 	return out

@@ -22,6 +22,9 @@ func gatewayOn(hosts ...string) *v1.APIGateway {
 func TestBackendServiceNames(t *testing.T) {
 	split := gatewayOn("a.example.com", "b.example.com")
 	split.Spec.Routes[1].AdditionalBackends = []v1.WeightedBackend{{Name: "canary"}, {Name: "web"}}
+	authed := gatewayOn("a.example.com", "b.example.com")
+	authed.Spec.Routes[0].ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/"}
+	authed.Spec.Routes[1].ExternalAuth = &v1.ExternalAuth{Service: "web", Port: 80, Path: "/"}
 	tests := []struct {
 		name string
 		obj  client.Object
@@ -29,6 +32,7 @@ func TestBackendServiceNames(t *testing.T) {
 	}{
 		{"one backend on two routes, once", gatewayOn("a.example.com", "b.example.com"), []string{"web"}},
 		{"additional backends too", split, []string{"web", "canary"}},
+		{"an authentication Service too", authed, []string{"web", "oauth2-proxy"}},
 		{"no routes", &v1.APIGateway{}, nil},
 		{"not a gateway", &corev1.Service{}, nil},
 	}

@@ -88,6 +88,9 @@ func (m *Gateway) sizeBound() int {
 	hosts := make(map[v1.Hostname]struct{}, len(m.Routes))
 	backends := map[backendKey]struct{}{}
 	geos := map[string]struct{}{}
+	// The sign-in redirects' escaping maps, once per gateway, and the
+	// internal locations of external authentications, once per server.
+	authMaps, auths := 0, authBlocks{}
 	for i := range m.Routes {
 		r := m.Routes[i].Route
 		if s := r.SourceRanges; s != nil {
@@ -114,7 +117,13 @@ func (m *Gateway) sizeBound() int {
 		for _, b := range r.AdditionalBackends {
 			backends[backendKey{b.Name, b.Port}] = struct{}{}
 		}
+		if a := r.ExternalAuth; a != nil {
+			backends[backendKey{a.Service, a.Port}] = struct{}{}
+			authMaps = authRedirectMapsBytes()
+			total += auths.add(r, ns+len(m.ClusterDomain))
+		}
 	}
+	total += authMaps
 	// The metrics log: its http-level lines, two lines
 	// (metricsServerLines) in each host's server and the default server,
 	// and one map entry per backend: `"name.namespace.svc.domain:port"

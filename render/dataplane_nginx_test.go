@@ -29,7 +29,7 @@ const dataPlaneWait = dataplane.Wait
 
 // startServiceDNS plays the cluster DNS of DefaultClusterDomain: every
 // Service is 127.0.0.1 (dataplane.StartServiceDNS).
-func startServiceDNS(t *testing.T) string { return dataplane.StartServiceDNS(t, DefaultClusterDomain) }
+func startServiceDNS(t testing.TB) string { return dataplane.StartServiceDNS(t, DefaultClusterDomain) }
 
 // nginxProcess is nginx serving a gateway's configuration rendered for
 // loopback, and what it was rendered with.
@@ -48,14 +48,14 @@ func (n *nginxProcess) logs() string { return n.Logs() }
 // startNginx renders gw for loopback (ports reserved until the test ends,
 // see test/ports: nginx binds them with SO_REUSEADDR; the given resolver)
 // and runs nginx on it until the test ends.
-func startNginx(t *testing.T, bin string, render func(Options) (string, error), resolver string) *nginxProcess {
+func startNginx(t testing.TB, bin string, render func(Options) (string, error), resolver string) *nginxProcess {
 	t.Helper()
 	return startNginxOn(t, bin, "127.0.0.1", render, resolver)
 }
 
 // startNginxOn is startNginx listening on address (such as ::1) instead
 // of 127.0.0.1.
-func startNginxOn(t *testing.T, bin, address string, render func(Options) (string, error), resolver string) *nginxProcess {
+func startNginxOn(t testing.TB, bin, address string, render func(Options) (string, error), resolver string) *nginxProcess {
 	t.Helper()
 	opts := Options{Resolvers: []string{resolver}, listenAddress: address, httpPort: ports.For(t), healthPort: ports.For(t)}
 	config, err := render(opts)

@@ -325,7 +325,8 @@ func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int3
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
 // serve a location in servers: a route that lost every location to
 // another (the same match) needs none, and its names would repeat the
-// winner's. Routes with the same source ranges share one geo block.
+// winner's. Routes with the same source ranges share one geo block; the
+// sign-in redirects' escaping maps are written once.
 func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraffic) string {
 	used := map[*routeTraffic]bool{}
 	for _, locs := range servers {
@@ -335,6 +336,7 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	}
 	var b strings.Builder
 	geos := map[string]bool{}
+	signIn := false
 	for _, t := range traffic {
 		if used[t] {
 			b.WriteString(t.http)
@@ -342,7 +344,11 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 				geos[t.sourceGeo] = true
 				b.WriteString(t.sourceGeo)
 			}
+			signIn = signIn || t.auth != nil && t.auth.signIn
 		}
+	}
+	if signIn {
+		writeAuthRedirectMaps(&b)
 	}
 	return b.String()
 }
@@ -605,6 +611,7 @@ server {
 	for _, l := range sorted {
 		writeLocation(b, l)
 	}
+	writeAuthLocations(b, sorted)
 	if _, ok := locs[nginxQuoted("/")]; !ok {
 		b.WriteString(`
     location / {
@@ -627,13 +634,17 @@ func writeLocation(b *strings.Builder, l location) {
 
 // writeLocationBody writes l as the location named by match (its own, or
 // a rule's named location's "@..."): the route's name for the metrics and
-// access logs, the 403 of its source ranges, the dispatch to the rules,
+// access logs, the 403 of its source ranges, its external authentication,
+// the dispatch to the rules,
 // then the route's backendService, or 404 when it has none.
 func writeLocationBody(b *strings.Builder, match string, l location) {
 	fmt.Fprintf(b, "\n    location %s {\n", match)
 	// First: "rewrite ... break" ends the rewrite-module directives.
 	fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
 	b.WriteString(l.traffic.sourceCheck)
+	if a := l.traffic.auth; a != nil {
+		b.WriteString(a.lines)
+	}
 	b.WriteString(l.redirect)
 	b.WriteString(l.dispatch)
 	switch {

@@ -153,6 +153,12 @@ var trafficSettings = []trafficSetting{
 		},
 	},
 	{
+		field: "externalAuth",
+		set:   func(r *v1.Route) bool { return r.ExternalAuth != nil },
+		write: writeExternalAuth,
+		bound: authBound,
+	},
+	{
 		field: "rewritePrefix",
 		set:   func(r *v1.Route) bool { return r.RewritePrefix != "" },
 		write: func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {

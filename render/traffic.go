@@ -72,6 +72,9 @@ type routeTraffic struct {
 	sourceGeo, sourceCheck string
 	// redirect is the route's redirect, checked; nil for none.
 	redirect *redirectTarget
+	// auth is the route's external authentication, checked; nil for none
+	// (externalauth.go).
+	auth *authTarget
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed

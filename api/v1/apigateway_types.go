@@ -234,6 +234,7 @@ type ParentGatewayReference struct {
 // +kubebuilder:validation:XValidation:rule="has(self.backendService) || has(self.rules) || (has(self.redirect) && (!has(self.redirect.scheme) || has(self.redirect.hostname)))",message="a route needs a backendService, rules that pick one, or a redirect that answers every request (one with a hostname or without scheme)",fieldPath=".backendService"
 // +kubebuilder:validation:XValidation:rule="!has(self.redirect) || (has(self.redirect.scheme) && !has(self.redirect.hostname)) || !(has(self.backendService) || has(self.rules) || has(self.additionalBackends) || has(self.rewritePrefix) || has(self.requestHeaders) || has(self.timeouts) || has(self.maxBodySize) || has(self.rateLimit))",message="a redirect with a hostname or without scheme answers every request of the route: backendService, rules, additionalBackends, rewritePrefix, requestHeaders, timeouts, maxBodySize and rateLimit would never apply",fieldPath=".redirect"
 // +kubebuilder:validation:XValidation:rule="!has(self.redirect) || !has(self.redirect.path) || self.redirect.path.type != 'ReplacePrefixMatch' || !has(self.pathType) || self.pathType == 'Prefix'",message="ReplacePrefixMatch replaces the prefix a Prefix route matched: an Exact route has none",fieldPath=".redirect.path"
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAuth) || !has(self.externalAuth.responseHeaders) || !has(self.requestHeaders) || !self.externalAuth.responseHeaders.exists(n, (has(self.requestHeaders.set) && self.requestHeaders.set.exists(h, h.name.lowerAscii() == n.lowerAscii())) || (has(self.requestHeaders.add) && self.requestHeaders.add.exists(h, h.name.lowerAscii() == n.lowerAscii())) || (has(self.requestHeaders.remove) && self.requestHeaders.remove.exists(h, h.lowerAscii() == n.lowerAscii())))",message="requestHeaders change a header the authentication Service's answer sets: the backend must receive the Service's copy alone",fieldPath=".externalAuth.responseHeaders"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || has(self.backendService)",message="shares the requests of backendService, which the route does not have",fieldPath=".additionalBackends"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalBackends) || !has(self.backendService) || !self.additionalBackends.exists(b, b.name == self.backendService.name && b.port == self.backendService.port)",message="lists the same Service port as backendService, which receives what the weights leave: leave it out",fieldPath=".additionalBackends"
 // +kubebuilder:validation:XValidation:rule="!has(self.basicAuth) || !has(self.redirect) || (has(self.redirect.scheme) && !has(self.redirect.hostname))",message="a redirect with a hostname or without scheme answers every request before basicAuth is asked: remove basicAuth",fieldPath=".basicAuth"
@@ -334,6 +335,11 @@ type Route struct {
 	// sourceRanges; a redirect to the other scheme comes first.
 	// +optional
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
+	// externalAuth asks an authentication Service of the gateway's
+	// namespace about each request before the route's backends see it
+	// (after its sourceRanges and rateLimit).
+	// +optional
+	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
 
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.

@@ -343,6 +343,9 @@ func route(rng *rand.Rand, version string) map[string]any {
 		r["sourceRanges"] = sourceRanges(rng)
 	}
 	if rng.IntN(8) == 0 {
+		r["externalAuth"] = externalAuth(rng)
+	}
+	if rng.IntN(8) == 0 {
 		r["redirect"] = redirect(rng)
 		if rng.IntN(2) == 0 {
 			delete(r, "backendService")
@@ -393,6 +396,34 @@ func redirect(rng *rand.Rand) map[string]any {
 		rd["statusCode"] = draw(rng, []int64{301, 302, 303, 307, 308}, []int64{300, 200})
 	}
 	return rd
+}
+
+// externalAuth is a route's external authentication: a Service, a port
+// and a path, and sometimes headers, a sign-in URL and a timeout, valid
+// or not.
+func externalAuth(rng *rand.Rand) map[string]any {
+	a := map[string]any{
+		"service": draw(rng, []string{"oauth2-proxy", "auth"}, []string{"Auth", "auth.other", ""}),
+		"port":    draw(rng, []int64{4180, 80}, []int64{0, 65536}),
+		"path":    draw(rng, []string{"/oauth2/auth", "/"}, []string{"/caf%C3%A9", "auth", "/a/../b"}),
+	}
+	header := func() any {
+		return draw(rng, []string{"Cookie", "X-Auth-Request-User"}, []string{"Host", "Connection", "X-Original-URI", "X Team"})
+	}
+	if rng.IntN(2) == 0 {
+		a["forwardHeaders"] = []any{header(), header()}
+	}
+	if rng.IntN(2) == 0 {
+		a["responseHeaders"] = []any{header()}
+	}
+	if rng.IntN(2) == 0 {
+		a["signInURL"] = draw(rng, []string{"https://login.example.com/start", "https://login.example.com/start?app=a&b=c"},
+			[]string{"http://login.example.com/", "https://login.example.com/#x", "https://login.example.com/$host", "/start"})
+	}
+	if rng.IntN(2) == 0 {
+		a["timeoutSeconds"] = draw(rng, []int64{1, 30}, []int64{0, 31})
+	}
+	return a
 }
 
 // rule is one of a route's rules: one match of one kind of condition,

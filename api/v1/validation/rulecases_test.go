@@ -136,6 +136,7 @@ func ruleCases() map[string]ruleCase {
 	}
 	trafficCases(add)
 	redirectCases(add)
+	externalAuthCases(add)
 	return cases
 }
 

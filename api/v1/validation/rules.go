@@ -55,6 +55,13 @@ const (
 	// ) @ -, up to 64 characters; not on a route whose redirect answers
 	// every request.
 	RuleBasicAuth = "routes.basicAuth"
+	// RuleExternalAuth: a route's externalAuth names a Service (a
+	// DNS-1035 label) and port, a path without percent-encoded bytes, at
+	// most 16 forwarded and 16 response headers (HTTPHeaderNames, each
+	// once; none of the response headers changed by requestHeaders), an
+	// absolute https signInURL of the URL alphabet, and a timeout from 1
+	// to 30 seconds.
+	RuleExternalAuth = "routes.externalAuth"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match
 	// has at least one condition: at most 8 headers (valid names, not

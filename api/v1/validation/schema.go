@@ -38,18 +38,18 @@ type stringRule struct {
 // rules read, each named by the field it belongs to.
 type schemaRules struct {
 	replicas, backendPort, weight, connectSeconds, readSeconds, requestsPerSecond, burst intRange
-	redirectPort                                                                         intRange
+	redirectPort, authTimeoutSeconds                                                     intRange
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
 	matchName, queryValue, cookieValue                           stringRule
-	cidr                                                         stringRule
+	cidr, signInURL                                              stringRule
 	basicAuthSecret, basicAuthRealm                              stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
-	sourceAllow, sourceDeny                                                          int
+	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders                 int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	matchTypes, methods                                                []string
@@ -59,6 +59,10 @@ type schemaRules struct {
 	// reservedHeaders are the names, lower-cased, that HTTPHeaderName's
 	// CEL rule refuses.
 	reservedHeaders map[string]bool
+	// authSetHeaders are the names, lower-cased, that the gateway sets on
+	// the request to an authentication Service and forwardHeaders may not
+	// name.
+	authSetHeaders map[string]bool
 }
 
 // rules is compiled once, on first use, as specLimits is: a rule then reads
@@ -78,14 +82,15 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 	c := ruleCompiler{spec: spec}
 	route := "routes[]."
 	r := &schemaRules{
-		replicas:          c.intRange("replicas"),
-		backendPort:       c.intRange(route + "backendService.port"),
-		weight:            c.intRange(route + "additionalBackends[].weight"),
-		connectSeconds:    c.intRange(route + "timeouts.connectSeconds"),
-		readSeconds:       c.intRange(route + "timeouts.readSeconds"),
-		requestsPerSecond: c.intRange(route + "rateLimit.requestsPerSecond"),
-		burst:             c.intRange(route + "rateLimit.burst"),
-		redirectPort:      c.intRange(route + "redirect.port"),
+		replicas:           c.intRange("replicas"),
+		backendPort:        c.intRange(route + "backendService.port"),
+		weight:             c.intRange(route + "additionalBackends[].weight"),
+		connectSeconds:     c.intRange(route + "timeouts.connectSeconds"),
+		readSeconds:        c.intRange(route + "timeouts.readSeconds"),
+		requestsPerSecond:  c.intRange(route + "rateLimit.requestsPerSecond"),
+		burst:              c.intRange(route + "rateLimit.burst"),
+		redirectPort:       c.intRange(route + "redirect.port"),
+		authTimeoutSeconds: c.intRange(route + "externalAuth.timeoutSeconds"),
 
 		image:            c.stringRule("image", false),
 		host:             c.stringRule(route+"host", false),
@@ -102,24 +107,27 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		cidr:             c.stringRule(route+"sourceRanges.allow[]", false),
 		basicAuthSecret:  c.stringRule(route+"basicAuth.secretName", false),
 		basicAuthRealm:   c.stringRule(route+"basicAuth.realm", true),
+		signInURL:        c.stringRule(route+"externalAuth.signInURL", true),
 
-		routes:             c.maxItems("routes"),
-		tls:                c.maxItems("tls"),
-		tlsHosts:           c.maxItems("tls[].hosts"),
-		parentRefs:         c.maxItems("exposure.httpRoute.parentRefs"),
-		additionalBackends: c.maxItems(route + "additionalBackends"),
-		delegations:        c.maxItems("delegations"),
-		pathPrefixes:       c.maxItems("delegations[].pathPrefixes"),
-		headerSet:          c.maxItems(route + "requestHeaders.set"),
-		headerAdd:          c.maxItems(route + "requestHeaders.add"),
-		headerRemove:       c.maxItems(route + "requestHeaders.remove"),
-		rules:              c.maxItems(route + "rules"),
-		ruleMatches:        c.maxItems(route + "rules[].matches"),
-		matchHeaders:       c.maxItems(route + "rules[].matches[].headers"),
-		matchQueryParams:   c.maxItems(route + "rules[].matches[].queryParams"),
-		matchCookies:       c.maxItems(route + "rules[].matches[].cookies"),
-		sourceAllow:        c.maxItems(route + "sourceRanges.allow"),
-		sourceDeny:         c.maxItems(route + "sourceRanges.deny"),
+		routes:              c.maxItems("routes"),
+		tls:                 c.maxItems("tls"),
+		tlsHosts:            c.maxItems("tls[].hosts"),
+		parentRefs:          c.maxItems("exposure.httpRoute.parentRefs"),
+		additionalBackends:  c.maxItems(route + "additionalBackends"),
+		delegations:         c.maxItems("delegations"),
+		pathPrefixes:        c.maxItems("delegations[].pathPrefixes"),
+		headerSet:           c.maxItems(route + "requestHeaders.set"),
+		headerAdd:           c.maxItems(route + "requestHeaders.add"),
+		headerRemove:        c.maxItems(route + "requestHeaders.remove"),
+		rules:               c.maxItems(route + "rules"),
+		ruleMatches:         c.maxItems(route + "rules[].matches"),
+		matchHeaders:        c.maxItems(route + "rules[].matches[].headers"),
+		matchQueryParams:    c.maxItems(route + "rules[].matches[].queryParams"),
+		matchCookies:        c.maxItems(route + "rules[].matches[].cookies"),
+		sourceAllow:         c.maxItems(route + "sourceRanges.allow"),
+		sourceDeny:          c.maxItems(route + "sourceRanges.deny"),
+		authForwardHeaders:  c.maxItems(route + "externalAuth.forwardHeaders"),
+		authResponseHeaders: c.maxItems(route + "externalAuth.responseHeaders"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),
@@ -132,6 +140,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		redirectCodes:          c.intEnum(route + "redirect.statusCode"),
 
 		reservedHeaders: c.celStrings(route+"requestHeaders.set[].name", reservedHeaderMessage),
+		authSetHeaders:  c.celStrings(route+"externalAuth.forwardHeaders", authSetHeadersMessage),
 	}
 	return r, c.err
 }

@@ -42,6 +42,7 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 	errs = append(errs, validateRateLimit(r.RateLimit, routeRateLimit)...)
 	errs = append(errs, validateSourceRanges(r.SourceRanges, routeSourceRanges)...)
 	errs = append(errs, validateBasicAuth(r)...)
+	errs = append(errs, validateExternalAuth(r)...)
 	return errs
 }
 

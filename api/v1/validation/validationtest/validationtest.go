@@ -73,6 +73,15 @@ func EverySetting(r v1.Route) v1.Route {
 	// one: these, to http, only those that came over https, which the
 	// tests and benchmarks never send, so the route still proxies.
 	r.Redirect = &v1.HTTPRedirect{Scheme: "http", StatusCode: ptr.To[int32](308)}
+	// One authentication Service for every route, as one oauth2-proxy
+	// serves a gateway, with sign-in (its escaping maps) and identity
+	// headers.
+	r.ExternalAuth = &v1.ExternalAuth{
+		Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth",
+		ForwardHeaders:  []v1.HTTPHeaderName{"Cookie", "Authorization"},
+		ResponseHeaders: []v1.HTTPHeaderName{"X-Auth-Request-User", "X-Auth-Request-Email"},
+		SignInURL:       "https://login.example.com/oauth2/start", TimeoutSeconds: ptr.To[int32](3),
+	}
 	return r
 }
 
