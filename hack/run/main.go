@@ -302,7 +302,7 @@ func (r *runner) checkTools() error {
 	if !r.node {
 		return nil
 	}
-	for _, name := range nodeTools {
+	for _, name := range nodeimages.Tools {
 		if !executable(filepath.Join(r.nodeBin, name)) {
 			return fmt.Errorf("%s is missing: run `make node` (or `make run`, which builds it), or RUN_NODE=0 for the control plane alone", r.show(filepath.Join(r.nodeBin, name)))
 		}

@@ -17,9 +17,6 @@ import (
 	nodeimages "example.com/apigateway-operator/test/node"
 )
 
-// nodeTools are the node's binaries in NODE_BIN (`make node`).
-var nodeTools = []string{"kubelet", "kube-scheduler", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2"}
-
 // enterNode runs the rest of the program in the node's network, mount and
 // PID namespaces (controlplane.EnterNodeNamespaces): the first call, in
 // the machine's namespaces, re-runs the program there and returns its exit

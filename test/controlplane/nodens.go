@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -74,6 +75,13 @@ func EnterNodeNamespacesWith(opts EnterOptions) (code int, done bool, err error)
 		return 128 + int(sig.(syscall.Signal)), true, nil
 	}
 	defer unlock()
+	// unshare blocks SIGINT and SIGTERM while it waits, but dies of a
+	// terminal's hang-up, and its death kills the re-run (--kill-child)
+	// before the re-run, which gets the hang-up too, has stopped what it
+	// started. Ignored here, SIGHUP stays ignored in unshare (an ignored
+	// signal stays so across exec); the re-run may still handle it
+	// (os/signal.Notify installs a handler over an inherited SIG_IGN).
+	signal.Ignore(syscall.SIGHUP)
 	args := []string{"--net", "--mount", "--propagation=private", "--pid", "--fork", "--mount-proc", "--kill-child", "--", os.Args[0]}
 	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

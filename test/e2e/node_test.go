@@ -86,7 +86,7 @@ func (s *setup) tryTheGateway(t *testing.T, r *run) {
 		assert.Equal(t, service, reply.Service, "GET %s reaches %s", path, service)
 		assert.Equal(t, path, reply.RequestURI)
 	}
-	t.Logf("make run ready to both backends answering through port-forward: %s", (r.readyAfter + time.Since(started)).Round(time.Millisecond))
+	t.Logf("from hack/run's start to both backends answering through port-forward: %s", time.Since(r.started).Round(time.Millisecond))
 }
 
 // portForward runs `kubectl port-forward` to the gateway's Service on a
@@ -159,19 +159,6 @@ func (s *setup) describeGateway(t *testing.T, r *run) string {
 	gw, _ := s.kubectl(t, r, "", "get", "apigateway", gateway, "-o", "jsonpath={.status.conditions}")
 	pods, _ := s.kubectl(t, r, "", "get", "pods", "-o", "wide")
 	return "conditions: " + gw + "\npods:\n" + pods
-}
-
-// nodeBinDir is where `make node` puts the node's binaries: bin/node, or
-// NODE_BIN.
-func nodeBinDir(t *testing.T, root string) string {
-	t.Helper()
-	dir := os.Getenv("NODE_BIN")
-	if dir == "" {
-		dir = filepath.Join(root, "bin", "node")
-	}
-	_, err := os.Stat(filepath.Join(dir, "kubelet"))
-	require.NoError(t, err, "the node's binaries are missing: run `make node`")
-	return dir
 }
 
 // nodeCgroupPattern matches the cgroups a node makes (one per hierarchy).

@@ -24,6 +24,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	nodeimages "example.com/apigateway-operator/test/node"
 	testports "example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
@@ -181,7 +182,9 @@ func newSetup(t *testing.T, node bool) *setup {
 		fmt.Sprintf("START_TIMEOUT=%d", int(readyTimeout.Seconds())),
 	}
 	if node {
-		s.env = append(s.env, "RUN_NODE=1", "NODE_BIN="+nodeBinDir(t, root))
+		bin, err := nodeimages.BinDir()
+		require.NoError(t, err)
+		s.env = append(s.env, "RUN_NODE=1", "NODE_BIN="+bin)
 	} else {
 		s.env = append(s.env, "RUN_NODE=0")
 	}
