@@ -76,13 +76,15 @@ const (
 )
 
 // controllers are kube-controller-manager's: garbage collection,
-// Deployments, ReplicaSets, namespaces and service accounts; with a node,
+// Deployments, ReplicaSets, namespaces, service accounts and the root CA
+// each namespace's ConfigMap kube-root-ca.crt holds (a pod that mounts its
+// service account's token waits for it, ContainerCreating); with a node,
 // test/controlplane adds those it needs (node lifecycle, EndpointSlices).
 // Without one (RUN_NODE=0), the gateways' Pods are created and stay
 // Pending, which is enough to see rollouts and owner references at work.
 var controllers = []string{
 	"garbage-collector-controller", "deployment-controller", "replicaset-controller",
-	"namespace-controller", "serviceaccount-controller",
+	"namespace-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -421,16 +423,16 @@ func (r *runner) printReady() {
 	} else {
 		r.log("Ready: apigateway-operator is running against a local control plane.")
 	}
-	fmt.Printf(`
-  export KUBECONFIG=%s
-
+	fmt.Printf("\n  export KUBECONFIG=%s\n", filepath.Join(r.runDir, "kubeconfig"))
+	if r.nodeRun != nil {
+		r.printTryNode(k, samples)
+	} else {
+		fmt.Printf(`
   # the seed sample, and the children the operator makes for it
   %s apply -f %s
   %s get apigateways
   %s get configmaps,deployments,services,ingresses -l app.kubernetes.io/instance=my-app-gateway
-`, filepath.Join(r.runDir, "kubeconfig"), k, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k)
-	if r.nodeRun != nil {
-		r.printTryNode(k, samples)
+`, k, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k)
 	}
 	if invalid, _ := filepath.Glob(filepath.Join(samples, "invalid", "*.yaml")); len(invalid) > 0 {
 		fmt.Printf(`
@@ -460,20 +462,25 @@ Logs are in %s/, the operator's below. Ctrl-C stops everything.
 `, r.show(filepath.Join(r.runDir, "logs")))
 }
 
-// printTryNode prints the rest of the newcomer's path on the node: the
-// seed's backends, its gateway pods Live, and a request through them.
+// printTryNode prints the newcomer's path on the node: the seed sample
+// with its backends, its gateway pods Live, and a request through them.
 func (r *runner) printTryNode(k, samples string) {
 	fmt.Printf(`
-  # its backends: echo servers answering as user-service and product-service
+  # the seed sample's backends: echo servers answering as user-service and
+  # product-service
   %s apply -f %s/
-  # the seed names nginx/nginx-plus, from NGINX's registry, which this node has
-  # no way to reach: run the nginx image make run built and imported instead
-  %s patch apigateway my-app-gateway --type=merge -p '{"spec":{"image":%q}}'
+  # the seed sample, and the children the operator makes for it. It names
+  # nginx/nginx-plus:latest, from NGINX's registry, which this node cannot
+  # reach: it runs the nginx image make run built and imported instead (set
+  # before the gateway exists: pods first made for :latest keep
+  # imagePullPolicy Always, and would try to pull the new image too)
+  sed 's|image: .*|image: %s|' %s | %s apply -f -
+  %s get configmaps,deployments,services,ingresses -l app.kubernetes.io/instance=my-app-gateway
   %s wait --for=condition=Live apigateway/my-app-gateway --timeout=5m
 
   # a request through the gateway's Service reaches each backend
   %s port-forward service/my-app-gateway 8080:80 &
   curl -H 'Host: api.example.com' http://127.0.0.1:8080/users/
   curl -H 'Host: api.example.com' http://127.0.0.1:8080/products/
-`, k, r.show(filepath.Join(samples, "backends")), k, nodeimages.GatewayImage, k, k)
+`, k, r.show(filepath.Join(samples, "backends")), nodeimages.GatewayImage, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k, k, k)
 }

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/controlplane"
@@ -109,6 +111,9 @@ func (r *runner) serveClusterDNS() error {
 	if err != nil {
 		return err
 	}
+	// controller-runtime's client logs through its global logger, which
+	// would otherwise print a stack trace saying it was never set.
+	ctrllog.SetLogger(logr.Discard())
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err

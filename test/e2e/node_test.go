@@ -66,16 +66,17 @@ func TestMakeRunWithNode(t *testing.T) {
 func (s *setup) tryTheGateway(t *testing.T, r *run) {
 	t.Helper()
 	started := time.Now()
-	for _, args := range [][]string{
-		{"apply", "-f", "manifests/samples/apigateway_v1.yaml"},
-		{"apply", "-f", "manifests/samples/backends/"},
-		{"patch", "apigateway", gateway, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, nodeimages.GatewayImage)},
-	} {
-		_, err := s.kubectl(t, r, "", args...)
-		require.NoError(t, err)
-	}
-	assert.Contains(t, r.output(), "patch apigateway my-app-gateway --type=merge -p '{\"spec\":{\"image\":\""+nodeimages.GatewayImage+"\"}}'",
-		"hack/run prints the patch the test applies")
+	_, err := s.kubectl(t, r, "", "apply", "-f", "manifests/samples/backends/")
+	require.NoError(t, err)
+	sample, err := os.ReadFile(filepath.Join(s.root, "manifests", "samples", "apigateway_v1.yaml"))
+	require.NoError(t, err)
+	// What the printed sed does: the node's nginx image in place of the
+	// seed's, before the gateway exists.
+	seed := regexp.MustCompile(`(?m)^(\s*image:).*$`).ReplaceAllString(string(sample), "$1 "+nodeimages.GatewayImage)
+	_, err = s.kubectl(t, r, seed, "apply", "-f", "-")
+	require.NoError(t, err)
+	assert.Contains(t, r.output(), "sed 's|image: .*|image: "+nodeimages.GatewayImage+"|' ",
+		"hack/run prints the image the test gives the seed")
 	out, err := s.kubectlWithin(t, r, liveTimeout+time.Minute, "", "wait", "--for=condition=Live", "apigateway/"+gateway, "--timeout="+liveTimeout.String())
 	require.NoError(t, err, "kubectl wait: %s\n%s", out, s.describeGateway(t, r))
 	t.Logf("the seed gateway Live %s after kubectl apply", time.Since(started).Round(time.Millisecond))
