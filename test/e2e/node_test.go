@@ -37,7 +37,8 @@ const liveTimeout = 5 * time.Minute
 // node's nginx image, `kubectl wait --for=condition=Live` returning, and a
 // curl through `kubectl port-forward` to the gateway's Service reaching
 // user-service and product-service. Ctrl-C then leaves nothing on the
-// machine, and a second run at once starts.
+// machine, and a second run at once starts; so does a hang-up with the
+// output gone (`make run | tee`, tee stopped first), and a third run.
 func TestMakeRunWithNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("a node needs root: run as root (make test does)")
@@ -52,11 +53,20 @@ func TestMakeRunWithNode(t *testing.T) {
 	r.stop(t, syscall.SIGINT)
 	s.assertNothingLeftOnMachine(t, before)
 
-	t.Log("second run, at once")
+	t.Log("second run, at once; then tee goes first and the terminal hangs up")
 	r = s.start(t)
 	r.waitReadyWithin(t, nodeReadyTimeout)
 	_, err := s.kubectl(t, r, "", "get", "apigateway", gateway, "-n", "default")
 	require.NoError(t, err, "the seed gateway did not survive the restart")
+	r.closeOutput()
+	require.NoError(t, syscall.Kill(-r.cmd.Process.Pid, syscall.SIGHUP))
+	r.waitExit(t)
+	require.NoError(t, r.err, "hack/run should stop cleanly on SIGHUP with its output gone")
+	s.assertNothingLeftOnMachine(t, before)
+
+	t.Log("third run, at once, after the hang-up")
+	r = s.start(t)
+	r.waitReadyWithin(t, nodeReadyTimeout)
 	r.stop(t, syscall.SIGINT)
 	s.assertNothingLeftOnMachine(t, before)
 }
