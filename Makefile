@@ -80,11 +80,13 @@ help: ## Show this help.
 ##@ Run
 
 # Built rather than `go run`: signals then reach hack/run itself, which
-# stops what it started (go run does not pass SIGTERM on).
+# stops what it started (go run does not pass SIGTERM on). A node runs
+# beside the control plane (needs root) unless RUN_NODE=0.
+RUN_NODE ?= 1
 .PHONY: run
-run: k8s build ## Run the operator against a local control plane (data in ./bin/run); Ctrl-C stops it. ARGS go to the operator.
+run: k8s build $(if $(filter 0,$(RUN_NODE)),,node nginx) ## Run the operator against a local control plane and node (data in ./bin/run; RUN_NODE=0: no node, no root); Ctrl-C stops it. ARGS go to the operator.
 	go build -o $(BIN)/run-local ./hack/run
-	$(BIN)/run-local $(ARGS)
+	RUN_NODE=$(RUN_NODE) $(BIN)/run-local $(ARGS)
 
 .PHONY: run-clean
 run-clean: ## Delete what `make run` keeps between runs (./bin/run): the next run starts with an empty cluster.

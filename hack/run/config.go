@@ -11,10 +11,15 @@ import (
 type config struct {
 	runDir, k8sBin, operatorBin string
 	fresh                       bool
-	etcdPort, apiServerPort     int
-	webhookPort, probePort      int
-	metricsPort                 int
-	startTimeout, stopTimeout   time.Duration
+	// node starts a node (a kubelet, containerd, kube-scheduler and
+	// kube-proxy) beside the control plane, in namespaces of its own;
+	// nodeBin holds its binaries.
+	node                      bool
+	nodeBin                   string
+	etcdPort, apiServerPort   int
+	webhookPort, probePort    int
+	metricsPort               int
+	startTimeout, stopTimeout time.Duration
 }
 
 // portVar is a port and the variable that sets it.
@@ -50,6 +55,14 @@ func parseConfig(getenv func(string) string, root, cwd string) (config, error) {
 		k8sBin:      path("K8S_BIN", filepath.Join(root, "bin", "k8s")),
 		operatorBin: path("OPERATOR_BIN", filepath.Join(root, "bin", "apigateway-operator")),
 		fresh:       getenv("RUN_FRESH") == "1",
+		nodeBin:     path("NODE_BIN", filepath.Join(root, "bin", "node")),
+	}
+	switch v := getenv("RUN_NODE"); v {
+	case "", "1":
+		c.node = true
+	case "0":
+	default:
+		return c, fmt.Errorf("RUN_NODE must be 1 (a node beside the control plane, the default) or 0 (the control plane alone), not %q", v)
 	}
 	defaults := map[string]int{"ETCD_PORT": 12379, "APISERVER_PORT": 16443, "WEBHOOK_PORT": 9443, "PROBE_PORT": 18081, "METRICS_PORT": 18443}
 	for _, p := range c.ports() {

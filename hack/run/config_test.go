@@ -11,6 +11,7 @@ import (
 func TestParseConfig(t *testing.T) {
 	defaults := config{
 		runDir: "/repo/bin/run", k8sBin: "/repo/bin/k8s", operatorBin: "/repo/bin/apigateway-operator",
+		node: true, nodeBin: "/repo/bin/node",
 		etcdPort: 12379, apiServerPort: 16443, webhookPort: 9443, probePort: 18081, metricsPort: 18443,
 		startTimeout: 90 * time.Second, stopTimeout: 20 * time.Second,
 	}
@@ -19,13 +20,16 @@ func TestParseConfig(t *testing.T) {
 		want    func(*config)
 		wantErr string
 	}{
-		"nothing set":       {want: func(*config) {}},
-		"RUN_FRESH=1":       {env: map[string]string{"RUN_FRESH": "1"}, want: func(c *config) { c.fresh = true }},
-		"RUN_FRESH not one": {env: map[string]string{"RUN_FRESH": "yes"}, want: func(*config) {}},
+		"nothing set":                         {want: func(*config) {}},
+		"RUN_FRESH=1":                         {env: map[string]string{"RUN_FRESH": "1"}, want: func(c *config) { c.fresh = true }},
+		"RUN_FRESH not one":                   {env: map[string]string{"RUN_FRESH": "yes"}, want: func(*config) {}},
+		"RUN_NODE=0: the control plane alone": {env: map[string]string{"RUN_NODE": "0"}, want: func(c *config) { c.node = false }},
+		"RUN_NODE=1":                          {env: map[string]string{"RUN_NODE": "1"}, want: func(*config) {}},
+		"RUN_NODE neither":                    {env: map[string]string{"RUN_NODE": "no"}, wantErr: `RUN_NODE must be 1 (a node beside the control plane, the default) or 0 (the control plane alone), not "no"`},
 		"relative paths are taken from where it started": {
-			env: map[string]string{"RUN_DIR": "scratch", "K8S_BIN": "../k8s", "OPERATOR_BIN": "/opt/op"},
+			env: map[string]string{"RUN_DIR": "scratch", "K8S_BIN": "../k8s", "OPERATOR_BIN": "/opt/op", "NODE_BIN": "node"},
 			want: func(c *config) {
-				c.runDir, c.k8sBin, c.operatorBin = "/repo/hack/scratch", "/repo/k8s", "/opt/op"
+				c.runDir, c.k8sBin, c.operatorBin, c.nodeBin = "/repo/hack/scratch", "/repo/k8s", "/opt/op", "/repo/hack/node"
 			},
 		},
 		"ports moved, 0 for any": {

@@ -1,9 +1,15 @@
 // Command run is what `make run` runs: the operator against a control plane
-// on this machine, for someone with no cluster.
+// and a node on this machine, for someone with no cluster.
 //
 // It starts etcd, kube-apiserver and kube-controller-manager (the ./bin/k8s
 // binaries `make k8s` builds, started by test/controlplane as the tests
-// start theirs) on 127.0.0.1 with their data in $RUN_DIR, writes an admin
+// start theirs) on 127.0.0.1 with their data in $RUN_DIR and, unless
+// RUN_NODE=0, a node: kube-scheduler, containerd, a kubelet and kube-proxy
+// (./bin/node, `make node`), in network, mount and PID namespaces of their
+// own with the control plane and the operator (see enterNode: the API
+// server is still reached at 127.0.0.1 from the machine), the images its
+// pods run written as OCI tars and imported (test/node's: no registry), a
+// stand-in for the cluster DNS at the node's address. It writes an admin
 // kubeconfig, installs manifests/local (CRD, webhook configurations
 // pointed at 127.0.0.1, RBAC, the empty certificate Secret) and runs the
 // real operator binary in self-signed certificate mode, as the operator's
@@ -13,10 +19,13 @@
 // accepts no other caller there (--webhook-client-ca). Ctrl-C (or
 // SIGTERM/SIGHUP) stops everything, operator first, etcd last, also when
 // the output is gone (`make run | tee`, tee stopped by the same Ctrl-C); a
-// second one kills what is still stopping. Whatever kills this program
-// instead (SIGKILL, a crash), the kernel kills what it started
-// (test/controlplane's parent-death signal): nothing keeps the ports. The
-// data stays in $RUN_DIR, so the next run starts where this one stopped.
+// second one kills what is still stopping. The node's stop kills its pods,
+// removes its cgroup and unmounts what it mounted; what it ran, mounted
+// and configured lived in its namespaces, which end with the run. Whatever
+// kills this program instead (SIGKILL, a crash), the kernel kills what it
+// started (test/controlplane's parent-death signal): nothing keeps the
+// ports. The data stays in $RUN_DIR, so the next run starts where this one
+// stopped; the node's (RUN_DIR/node) starts empty each time.
 //
 // Arguments are passed on to the operator (e.g. `go run ./hack/run
 // --zap-log-level=debug`, or `make run ARGS=--zap-log-level=debug`).
@@ -27,6 +36,10 @@
 //	RUN_FRESH=1     delete RUN_DIR's content first: start from an empty cluster
 //	K8S_BIN         etcd, kube-apiserver, kube-controller-manager, kubectl (bin/k8s)
 //	OPERATOR_BIN    the operator binary (bin/apigateway-operator)
+//	RUN_NODE=0      no node: the control plane alone, no root needed; the
+//	                gateways' pods stay Pending
+//	NODE_BIN        kubelet, kube-scheduler, kube-proxy, containerd, ctr and
+//	                the runc shim (bin/node)
 //	ETCD_PORT, APISERVER_PORT, WEBHOOK_PORT, PROBE_PORT, METRICS_PORT
 //	                loopback ports (12379, 16443, 9443, 18081, 18443); 0 picks a free one
 //	                and reserves it until the run ends
@@ -43,12 +56,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"example.com/apigateway-operator/test/controlplane"
+	nodeimages "example.com/apigateway-operator/test/node"
 	"example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
@@ -61,12 +76,15 @@ const (
 )
 
 // controllers are kube-controller-manager's: garbage collection,
-// Deployments, ReplicaSets, namespaces and service accounts. No scheduler
-// and no kubelet: the gateways' Pods are created and stay Pending, which is
-// enough to see rollouts and owner references at work.
+// Deployments, ReplicaSets, namespaces, service accounts and the root CA
+// each namespace's ConfigMap kube-root-ca.crt holds (a pod that mounts its
+// service account's token waits for it, ContainerCreating); with a node,
+// test/controlplane adds those it needs (node lifecycle, EndpointSlices).
+// Without one (RUN_NODE=0), the gateways' Pods are created and stay
+// Pending, which is enough to see rollouts and owner references at work.
 var controllers = []string{
 	"garbage-collector-controller", "deployment-controller", "replicaset-controller",
-	"namespace-controller", "serviceaccount-controller",
+	"namespace-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller",
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -76,6 +94,8 @@ type runner struct {
 	config
 	root string
 	cp   *controlplane.ControlPlane
+	// nodeRun is the node's, when config.node.
+	nodeRun *nodeRun
 	// bold and plain frame headings on a terminal only, so logs and tests
 	// read plain text.
 	bold, plain string
@@ -91,6 +111,17 @@ func run(operatorArgs []string) int {
 	// next line written would kill the program (SIGPIPE) before it stops
 	// what it started. Notified, SIGPIPE only makes such writes fail.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if r.node {
+		code, done, err := r.enterNode()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hack/run: %v\n", err)
+			return max(code, 1)
+		}
+		if done {
+			return code
+		}
+		r.nodeRun = r.newNodeRun()
+	}
 	// A signal stops the run; one that arrives while it stops hurries the
 	// stopping: what is still running is killed.
 	sigs := make(chan os.Signal, 2)
@@ -125,6 +156,11 @@ func run(operatorArgs []string) int {
 		// Processes that had to be killed are worth a line, not a failure.
 		if serr := r.cp.Stop(hurry); serr != nil {
 			fmt.Fprintf(os.Stderr, "hack/run: %v\n", serr)
+		}
+	}
+	if r.nodeRun != nil {
+		if nerr := r.nodeRun.close(); nerr != nil {
+			fmt.Fprintf(os.Stderr, "hack/run: %v\n", nerr)
 		}
 	}
 	if err != nil {
@@ -186,6 +222,10 @@ func (r *runner) start(ctx context.Context, operatorArgs []string) error {
 			*port = p.Number
 		}
 	}
+	var node *controlplane.NodeOptions
+	if r.nodeRun != nil {
+		node = r.nodeRun.opts
+	}
 	var err error
 	r.cp, err = controlplane.New(controlplane.Options{
 		BinDir:            r.k8sBin,
@@ -198,12 +238,23 @@ func (r *runner) start(ctx context.Context, operatorArgs []string) error {
 		Users:             []controlplane.User{controlplane.ServiceAccount(operatorNS, operatorSA)},
 		StartTimeout:      r.startTimeout,
 		StopTimeout:       r.stopTimeout,
+		Node:              node,
 		Log:               r.log,
 	})
 	if errors.Is(err, controlplane.ErrInUse) {
 		return fmt.Errorf("%w (RUN_DIR)", err)
 	} else if err != nil {
 		return err
+	}
+	if r.nodeRun != nil {
+		// RUN_DIR is this run's now (RUN_FRESH emptied it): the images
+		// go in, and the node's options, which New shares, name them.
+		if err := r.writeImages(); err != nil {
+			return err
+		}
+		if err := r.serveAPIServer(); err != nil {
+			return err
+		}
 	}
 	// Now that an earlier run's leftovers are stopped, only a stranger's
 	// port counts.
@@ -212,6 +263,11 @@ func (r *runner) start(ctx context.Context, operatorArgs []string) error {
 	}
 	if err := r.cp.Start(ctx); err != nil {
 		return err
+	}
+	if r.nodeRun != nil {
+		if err := r.serveClusterDNS(); err != nil {
+			return err
+		}
 	}
 	if err := r.installManifests(ctx); err != nil {
 		return err
@@ -244,6 +300,14 @@ func (r *runner) checkTools() error {
 	}
 	if !executable(r.operatorBin) {
 		return fmt.Errorf("%s is missing: run `make build` (or `make run`, which builds it)", r.show(r.operatorBin))
+	}
+	if !r.node {
+		return nil
+	}
+	for _, name := range nodeimages.Tools {
+		if !executable(filepath.Join(r.nodeBin, name)) {
+			return fmt.Errorf("%s is missing: run `make node` (or `make run`, which builds it), or RUN_NODE=0 for the control plane alone", r.show(filepath.Join(r.nodeBin, name)))
+		}
 	}
 	return nil
 }
@@ -291,10 +355,17 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 	}
 	r.log(fmt.Sprintf("Starting %s (webhooks on https://127.0.0.1:%d for kube-apiserver's client certificate, probes on 127.0.0.1:%d)",
 		r.show(r.operatorBin), r.webhookPort, r.probePort))
+	var images []string
+	if r.nodeRun != nil {
+		// The node's: the gateway pods' init container copies the
+		// reloader from the operator's image, and gateways that name no
+		// image run the nginx make run imported.
+		images = []string{"--reloader-image=" + nodeimages.OperatorImage, "--default-gateway-image=" + nodeimages.GatewayImage}
+	}
 	_, err := r.cp.Run(ctx, controlplane.Command{
 		Name: "apigateway-operator",
 		Path: r.operatorBin,
-		Args: append([]string{
+		Args: slices.Concat([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--webhook-client-ca=" + r.cp.WebhookClientAuth().CA,
 			"--cert-mode=self-signed",
@@ -305,7 +376,7 @@ func (r *runner) startOperator(ctx context.Context, extra []string) error {
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.metricsPort),
 			"--graceful-shutdown-timeout=10s",
 			"--zap-encoder=console",
-		}, extra...),
+		}, images, extra),
 		Stdout: &console{w: os.Stdout},
 		Stderr: &console{w: os.Stderr},
 		Ready:  controlplane.ReadyWhenOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort)),
@@ -347,15 +418,22 @@ func (r *runner) printReady() {
 	k := r.show(filepath.Join(r.k8sBin, "kubectl"))
 	samples := filepath.Join(r.root, "manifests", "samples")
 	fmt.Println()
-	r.log("Ready: apigateway-operator is running against a local control plane.")
-	fmt.Printf(`
-  export KUBECONFIG=%s
-
-  # the seed sample, and the four children the operator makes for it
+	if r.nodeRun != nil {
+		r.log("Ready: apigateway-operator is running against a local control plane with a node.")
+	} else {
+		r.log("Ready: apigateway-operator is running against a local control plane.")
+	}
+	fmt.Printf("\n  export KUBECONFIG=%s\n", filepath.Join(r.runDir, "kubeconfig"))
+	if r.nodeRun != nil {
+		r.printTryNode(k, samples)
+	} else {
+		fmt.Printf(`
+  # the seed sample, and the children the operator makes for it
   %s apply -f %s
   %s get apigateways
   %s get configmaps,deployments,services,ingresses -l app.kubernetes.io/instance=my-app-gateway
-`, filepath.Join(r.runDir, "kubeconfig"), k, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k)
+`, k, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k)
+	}
 	if invalid, _ := filepath.Glob(filepath.Join(samples, "invalid", "*.yaml")); len(invalid) > 0 {
 		fmt.Printf(`
   # invalid samples: each is refused with the field at fault
@@ -374,9 +452,35 @@ YAML
 	fmt.Printf(`
   # the same gateway as the older v1alpha1 API sees it (converted by the webhook)
   %s get apigateways.v1alpha1.example.com my-app-gateway -o yaml
+`, k)
+	if r.nodeRun == nil {
+		fmt.Printf("\nPods stay Pending: there is no node (RUN_NODE=0).")
+	}
+	fmt.Printf(`
+Logs are in %s/, the operator's below. Ctrl-C stops everything.
 
-Pods stay Pending: there is no scheduler or kubelet. Control plane logs are in
-%s/; the operator logs below. Ctrl-C stops everything.
+`, r.show(filepath.Join(r.runDir, "logs")))
+}
 
-`, k, r.show(filepath.Join(r.runDir, "logs")))
+// printTryNode prints the newcomer's path on the node: the seed sample
+// with its backends, its gateway pods Live, and a request through them.
+func (r *runner) printTryNode(k, samples string) {
+	fmt.Printf(`
+  # the seed sample's backends: echo servers answering as user-service and
+  # product-service
+  %s apply -f %s/
+  # the seed sample, and the children the operator makes for it. It names
+  # nginx/nginx-plus:latest, from NGINX's registry, which this node cannot
+  # reach: it runs the nginx image make run built and imported instead (set
+  # before the gateway exists: pods first made for :latest keep
+  # imagePullPolicy Always, and would try to pull the new image too)
+  sed 's|image: .*|image: %s|' %s | %s apply -f -
+  %s get configmaps,deployments,services,ingresses -l app.kubernetes.io/instance=my-app-gateway
+  %s wait --for=condition=Live apigateway/my-app-gateway --timeout=5m
+
+  # a request through the gateway's Service reaches each backend
+  %s port-forward service/my-app-gateway 8080:80 &
+  curl -H 'Host: api.example.com' http://127.0.0.1:8080/users/
+  curl -H 'Host: api.example.com' http://127.0.0.1:8080/products/
+`, k, r.show(filepath.Join(samples, "backends")), nodeimages.GatewayImage, r.show(filepath.Join(samples, "apigateway_v1.yaml")), k, k, k, k)
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -30,24 +32,70 @@ func InNodeNamespaces() bool { return os.Getenv(nodeNamespaceEnv) != "" }
 // namespaces and go with them. The re-run is their PID 1: when it exits,
 // however it exits, the kernel kills every process left in them
 // (containers, containerd's shims), and unshare kills it when unshare
-// itself is killed. A test package calls it from TestMain.
+// itself is killed, as the kernel kills unshare when the caller dies. A
+// test package calls it from TestMain.
 func EnterNodeNamespaces() (code int, done bool, err error) {
+	return EnterNodeNamespacesWith(EnterOptions{})
+}
+
+// EnterOptions are what the caller of EnterNodeNamespacesWith hands the
+// re-run.
+type EnterOptions struct {
+	// Files are open in the re-run as file descriptors 3, 4, ... (see
+	// PassedFile). A socket stays in the network namespace it was made
+	// in: a listener on the machine's loopback, passed on, is how the
+	// re-run serves the machine's clients (see Forward).
+	Files []*os.File
+	// Env is added to the re-run's environment.
+	Env []string
+	// Signals, when set, are the signals the caller is notified of
+	// (SIGINT, SIGTERM, SIGHUP). While it waits for another node on the
+	// machine to stop, one ends the wait: the call returns 128 + its
+	// number, done. Once the re-run runs, SIGTERM, which reaches the
+	// caller alone, is passed on to it; SIGINT and SIGHUP are not: a
+	// terminal sends them to its whole process group, the re-run
+	// included, which would get them twice (a second one hurries a
+	// stop).
+	Signals <-chan os.Signal
+}
+
+// EnterNodeNamespacesWith is EnterNodeNamespaces with opts.
+func EnterNodeNamespacesWith(opts EnterOptions) (code int, done bool, err error) {
 	if InNodeNamespaces() {
 		return 0, false, run("ip", "link", "set", "lo", "up")
 	}
 	if os.Geteuid() != 0 {
 		return 1, true, fmt.Errorf("a node needs root (it makes namespaces, mounts and cgroups); running as uid %d", os.Geteuid())
 	}
-	unlock, err := lockMachine()
+	unlock, sig, err := lockMachine(opts.Signals)
 	if err != nil {
 		return 1, true, err
 	}
+	if sig != nil {
+		return 128 + int(sig.(syscall.Signal)), true, nil
+	}
 	defer unlock()
+	// unshare blocks SIGINT and SIGTERM while it waits, but dies of a
+	// terminal's hang-up, and its death kills the re-run (--kill-child)
+	// before the re-run, which gets the hang-up too, has stopped what it
+	// started. Ignored here, SIGHUP stays ignored in unshare (an ignored
+	// signal stays so across exec); the re-run may still handle it
+	// (os/signal.Notify installs a handler over an inherited SIG_IGN).
+	signal.Ignore(syscall.SIGHUP)
 	args := []string{"--net", "--mount", "--propagation=private", "--pid", "--fork", "--mount-proc", "--kill-child", "--", os.Args[0]}
 	cmd := exec.Command("unshare", append(args, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), nodeNamespaceEnv+"=1")
-	err = cmd.Run()
+	cmd.Env = append(append(os.Environ(), opts.Env...), nodeNamespaceEnv+"=1")
+	cmd.ExtraFiles = opts.Files
+	// The caller's death (SIGKILL, a crash) takes unshare with it, and
+	// so the namespaces (--kill-child).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startOnLockedThread(cmd); err != nil {
+		return 1, true, fmt.Errorf("running under unshare: %w", err)
+	}
+	stop := passSignals(cmd.Process.Pid, opts.Signals)
+	err = cmd.Wait()
+	stop()
 	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
 		return exit.ExitCode(), true, nil
 	}
@@ -57,12 +105,53 @@ func EnterNodeNamespaces() (code int, done bool, err error) {
 	return 0, true, nil
 }
 
+// PassedFile is file i of EnterOptions.Files in the re-run.
+func PassedFile(i int, name string) *os.File { return os.NewFile(uintptr(3+i), name) }
+
+// passSignals passes SIGTERM from sigs to the child of unshare (whose pid
+// is pid): unshare, waiting for it, does not pass signals on. It returns
+// a func that stops it.
+func passSignals(pid int, sigs <-chan os.Signal) (stop func()) {
+	if sigs == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig != syscall.SIGTERM {
+					continue
+				}
+				for _, child := range children(pid) {
+					_ = syscall.Kill(child, syscall.SIGTERM)
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// children are process pid's children, as /proc lists them.
+func children(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, field := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(field); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // machineLock is the folder whose lock a node holds on the machine while
 // it runs: an existing folder, so that waiting leaves nothing behind.
 const machineLock = "/var/lib"
 
 // lockMachine waits until no other node runs on the machine and keeps it
-// so until unlock. Nodes in namespaces of their own still share the
+// so until unlock, or until a signal arrives on sigs, which it returns. Nodes in namespaces of their own still share the
 // machine's folders they mount over (hostPaths): a node that made a
 // missing one removes it when it stops, and removing a folder detaches
 // every other mount namespace's mount on it, so a second node running
@@ -71,21 +160,29 @@ const machineLock = "/var/lib"
 // and /var/lib/cni behind, and one failed to unmount /var/log/pods). The
 // lock is an flock(2), which the kernel drops when the process ends,
 // however it ends.
-func lockMachine() (unlock func(), err error) {
+func lockMachine(sigs <-chan os.Signal) (unlock func(), sig os.Signal, err error) {
 	f, err := os.Open(machineLock)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		fmt.Fprintf(os.Stderr, "another node runs on this machine (a lock on %s): waiting for it to stop\n", machineLock)
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		locked := make(chan error, 1)
+		go func() { locked <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+		select {
+		case err = <-locked:
+		case sig = <-sigs:
+			// The process exits: the kernel drops the lock it may
+			// still take.
+			return nil, sig, nil
+		}
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("locking %s: %w", machineLock, err)
+		return nil, nil, fmt.Errorf("locking %s: %w", machineLock, err)
 	}
-	return func() { _ = f.Close() }, nil
+	return func() { _ = f.Close() }, nil, nil
 }
 
 // run runs a command, returning its output with its error.

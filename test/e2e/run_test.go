@@ -24,6 +24,7 @@ import (
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/test/controlplane"
+	nodeimages "example.com/apigateway-operator/test/node"
 	testports "example.com/apigateway-operator/test/ports"
 	"example.com/apigateway-operator/test/testenv"
 )
@@ -33,7 +34,9 @@ import (
 // finding.
 const (
 	readyTimeout = 3 * time.Minute
-	stopTimeout  = time.Minute
+	// stopTimeout bounds a run's stop, a node's included (its pods,
+	// containerd's shims, its cgroup and mounts).
+	stopTimeout  = 3 * time.Minute
 	pollTimeout  = time.Minute
 	pollInterval = 250 * time.Millisecond
 )
@@ -75,7 +78,7 @@ const bareGateway = `{"apiVersion": "example.com/v1", "kind": "APIGateway",
 // pipe is closed before Ctrl-C reaches it, as `make run 2>&1 | tee run.log`
 // is when Ctrl-C stops tee first.
 func TestMakeRun(t *testing.T) {
-	s := newSetup(t)
+	s := newSetup(t, false)
 
 	t.Log("first run: an empty cluster")
 	r := s.start(t)
@@ -124,9 +127,12 @@ type setup struct {
 	root, k8sBin, runDir, runBin string
 	env                          []string
 	webhookPort                  int
+	// node is whether the runs start a node (RUN_NODE).
+	node bool
 }
 
-func newSetup(t *testing.T) *setup {
+// newSetup prepares runs of hack/run, with a node or without (RUN_NODE=0).
+func newSetup(t *testing.T, node bool) *setup {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -138,7 +144,7 @@ func newSetup(t *testing.T) *setup {
 		_, err := os.Stat(filepath.Join(k8sBin, name))
 		require.NoError(t, err, "control plane binary missing: run `make k8s`")
 	}
-	s := &setup{root: root, k8sBin: k8sBin, runDir: filepath.Join(t.TempDir(), "run")}
+	s := &setup{root: root, k8sBin: k8sBin, runDir: filepath.Join(t.TempDir(), "run"), node: node}
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.killLeftovers)
 
@@ -174,6 +180,13 @@ func newSetup(t *testing.T) *setup {
 		"PROBE_PORT=" + strconv.Itoa(ports[3]),
 		"METRICS_PORT=" + strconv.Itoa(ports[4]),
 		fmt.Sprintf("START_TIMEOUT=%d", int(readyTimeout.Seconds())),
+	}
+	if node {
+		bin, err := nodeimages.BinDir()
+		require.NoError(t, err)
+		s.env = append(s.env, "RUN_NODE=1", "NODE_BIN="+bin)
+	} else {
+		s.env = append(s.env, "RUN_NODE=0")
 	}
 	return s
 }
@@ -396,7 +409,13 @@ func (s *setup) killLeftovers() {
 // puts both its errors and the API's warnings.
 func (s *setup) kubectl(t *testing.T, r *run, stdin string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	return s.kubectlWithin(t, r, 30*time.Second, stdin, args...)
+}
+
+// kubectlWithin is kubectl bounded by timeout.
+func (s *setup) kubectlWithin(t *testing.T, r *run, timeout time.Duration, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(s.k8sBin, "kubectl"), append([]string{"--kubeconfig=" + r.kubeconfig}, args...)...)
 	cmd.Dir = s.root
@@ -505,15 +524,17 @@ func (r *run) output() string {
 	return r.out.String()
 }
 
-func (r *run) waitReady(t *testing.T) {
+func (r *run) waitReady(t *testing.T) { r.waitReadyWithin(t, readyTimeout) }
+
+func (r *run) waitReadyWithin(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	select {
 	case <-r.ready:
 		t.Logf("hack/run ready after %s", r.readyAfter.Round(time.Millisecond))
 	case <-r.done:
 		t.Fatalf("hack/run exited before it was ready: %v", r.err)
-	case <-time.After(readyTimeout):
-		t.Fatalf("hack/run not ready after %s", readyTimeout)
+	case <-time.After(timeout):
+		t.Fatalf("hack/run not ready after %s", timeout)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -262,41 +261,11 @@ func awaitGatewayPodReady(ctx context.Context, gw *v1.APIGateway, created time.T
 }
 
 // startServiceDNS plays the cluster DNS at the node's address, where the
-// kubelet points the pods (clusterDNS), as CoreDNS answers: a Service's
-// name is its ClusterIP, which the node's kube-proxy leads to its ready
-// pods, or a headless Service's ready pods' addresses.
+// kubelet points the pods (clusterDNS), as CoreDNS answers (see
+// clusterdns.Services).
 func startServiceDNS(t testing.TB) {
 	t.Helper()
-	_, stop, err := clusterdns.ServeLookup(net.JoinHostPort(controlplane.NodeIP, "53"), "cluster.local", serviceIPs)
+	_, stop, err := clusterdns.ServeLookup(net.JoinHostPort(controlplane.NodeIP, "53"), "cluster.local", clusterdns.Services(env.Client))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = stop() })
-}
-
-// serviceIPs are the addresses of Service "name.namespace": its ClusterIP,
-// or, headless, its ready pods'.
-func serviceIPs(name string) []net.IP {
-	svcName, ns, ok := strings.Cut(name, ".")
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var svc corev1.Service
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: svcName}, &svc); err != nil {
-		return nil
-	}
-	if ip := net.ParseIP(svc.Spec.ClusterIP); ip != nil {
-		return []net.IP{ip}
-	}
-	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(svc.Spec.Selector)}); err != nil {
-		return nil
-	}
-	var ips []net.IP
-	for i := range pods.Items {
-		if podReady(&pods.Items[i]) {
-			ips = append(ips, net.ParseIP(pods.Items[i].Status.PodIP))
-		}
-	}
-	return ips
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"example.com/apigateway-operator/test/ociimage"
+	"example.com/apigateway-operator/test/testenv"
 )
 
 // The images' names, which pods give as their image (with
@@ -197,4 +198,25 @@ func linkedLibraries(binary string) ([]string, error) {
 		}
 	}
 	return libs, nil
+}
+
+// Tools are the node's binaries, which `make node` builds into bin/node.
+var Tools = []string{"kubelet", "kube-scheduler", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2"}
+
+// BinDir is where `make node` puts Tools: bin/node, or $NODE_BIN.
+func BinDir() (string, error) {
+	dir := os.Getenv("NODE_BIN")
+	if dir == "" {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin", "node")
+	}
+	for _, name := range Tools {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("%w: run `make node`", err)
+		}
+	}
+	return dir, nil
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -79,7 +78,7 @@ func existing(paths []string) []string {
 // start writes the images and starts the control plane with the node,
 // which imports them.
 func start() (*testenv.Env, error) {
-	bin, err := nodeBinDir()
+	bin, err := BinDir()
 	if err != nil {
 		return nil, err
 	}
@@ -103,23 +102,4 @@ func start() (*testenv.Env, error) {
 			PauseImage: PauseImage,
 		},
 	})
-}
-
-// nodeBinDir is where `make node` puts the kubelet, kube-scheduler,
-// kube-proxy and containerd: bin/node, or NODE_BIN.
-func nodeBinDir() (string, error) {
-	dir := os.Getenv("NODE_BIN")
-	if dir == "" {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(root, "bin", "node")
-	}
-	for _, name := range []string{"kubelet", "kube-scheduler", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("%w: run `make node`", err)
-		}
-	}
-	return dir, nil
 }
