@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -192,6 +193,23 @@ func image(gw *v1.APIGateway, p deploymentParams) string {
 	return p.Image
 }
 
+// pullPolicy is the pull policy the API server defaults for image:
+// Always for the tag latest or none (without a digest), else
+// IfNotPresent. Written rather than left to the API server, which
+// defaults it once, when the field is unset: a gateway created with
+// nginx:latest and then pinned would keep pulling Always, and fail to
+// start where its image comes preloaded without a registry.
+func pullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.LastIndex(name, ":"); i >= 0 && name[i+1:] != "latest" {
+		return corev1.PullIfNotPresent
+	}
+	return corev1.PullAlways
+}
+
 // resources are spec.resources when they say anything.
 func resources(gw *v1.APIGateway) *corev1.ResourceRequirements {
 	if r := gw.Spec.Resources; r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) {
@@ -268,6 +286,7 @@ func installer(p deploymentParams) *corev1ac.ContainerApplyConfiguration {
 	return corev1ac.Container().
 		WithName(reloaderName).
 		WithImage(p.ReloaderImage).
+		WithImagePullPolicy(pullPolicy(p.ReloaderImage)).
 		WithCommand(operatorBinary, "reloader", "install", reloaderDir+operatorBinary).
 		WithSecurityContext(restricted()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(reloaderName).WithMountPath(reloaderDir))
@@ -306,6 +325,7 @@ func container(gw *v1.APIGateway, p deploymentParams) *corev1ac.ContainerApplyCo
 	c := corev1ac.Container().
 		WithName(containerName).
 		WithImage(image(gw, p)).
+		WithImagePullPolicy(pullPolicy(image(gw, p))).
 		WithCommand(reloaderCommand(gw)...).
 		WithPorts(
 			corev1ac.ContainerPort().WithName("http").WithContainerPort(HTTPPort).WithProtocol(corev1.ProtocolTCP),

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -171,4 +172,42 @@ func TestWritableVolumesAreBounded(t *testing.T) {
 	temp, small := resource.MustParse(tempDirSize), resource.MustParse(smallDirSize)
 	assert.GreaterOrEqual(t, temp.Value(), int64(16*render.MaxBufferedBody), "a temp directory holds 16 buffered bodies")
 	assert.Greater(t, small.Value(), int64(2*render.MaxConfigBytes), "the configuration, twice")
+}
+
+func TestPullPolicy(t *testing.T) {
+	for image, want := range map[string]corev1.PullPolicy{
+		"nginx":                                           corev1.PullAlways,
+		"nginx:latest":                                    corev1.PullAlways,
+		"registry.local:5000/nginx":                       corev1.PullAlways,
+		"registry.local:5000/team/nginx:latest":           corev1.PullAlways,
+		"nginx:1.27":                                      corev1.PullIfNotPresent,
+		"registry.local:5000/nginx:1.27":                  corev1.PullIfNotPresent,
+		"nginx@sha256:" + strings.Repeat("ab", 32):        corev1.PullIfNotPresent,
+		"nginx:latest@sha256:" + strings.Repeat("ab", 32): corev1.PullIfNotPresent,
+	} {
+		assert.Equal(t, want, pullPolicy(image), image)
+	}
+}
+
+// TestPinnedImageIsNotPulledAlways: a gateway created with a latest tag
+// and then pinned gets the pinned image's pull policy. Left to the API
+// server, the policy it defaulted at creation (Always) stayed, and pods
+// whose image is preloaded, without a registry, never started.
+func TestPinnedImageIsNotPulledAlways(t *testing.T) {
+	ns := newNamespace(t, "pull")
+	gw := gateway("pull", route("pull.example.com", "/", v1.PathTypePrefix, "web", 80))
+	gw.Namespace = ns
+	gw.Spec.Image = "nginxinc/nginx-unprivileged:latest"
+	gw = createGateway(t, gw)
+	startOperator(t)
+	policy := func(dep appsv1.Deployment) corev1.PullPolicy {
+		return dep.Spec.Template.Spec.Containers[0].ImagePullPolicy
+	}
+	gw, ch := settled(t, gw)
+	assert.Equal(t, corev1.PullAlways, policy(ch.dep))
+	require.NoError(t, env.Client.Patch(context.Background(), gw, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"image":"nginxinc/nginx-unprivileged:1.30"}}`))))
+	_, ch = settled(t, gw)
+	assert.Equal(t, "nginxinc/nginx-unprivileged:1.30", ch.dep.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, corev1.PullIfNotPresent, policy(ch.dep))
 }
