@@ -104,7 +104,7 @@ func corsCases(add addCase) {
 		"https://app..example.com":                      false,
 		"https://app.example.com|https://evil.example":  false,
 		"https://app.example.com(.*)":                   false,
-		"https://app.example.com ":                      false,
+		"https://app.example.com" + " ":                 false, // a trailing space
 		"null":                                          false,
 	}
 	for o, ok := range origin {
