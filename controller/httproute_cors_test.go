@@ -27,21 +27,33 @@ func TestHTTPRouteCORS(t *testing.T) {
 	old := route("api.example.com", "/old/", v1.PathTypePrefix, "", 0)
 	old.Redirect = &v1.HTTPRedirect{Hostname: "new.example.com"}
 	gw := httpRouteGateway("cors", publicGateway, app, moved, old)
-	r := builtHTTPRoutes(t, gw)["api.example.com"]
+	filtered, proxied := httpRoutePaths(t, gw, "api.example.com")
+	assert.Equal(t, map[string]gatewayv1.HTTPRouteFilterType{"PathPrefix /old": gatewayv1.HTTPRouteFilterRequestRedirect}, filtered,
+		"only the redirect without cors has a filter")
+	assert.Equal(t, map[string]bool{"PathPrefix /app": true, "PathPrefix /moved": true}, proxied)
+}
+
+// httpRoutePaths are the paths of gw's HTTPRoute for host: those whose
+// rule has a filter (its type), and those proxied, each asserted to go
+// to the gateway's own Service.
+func httpRoutePaths(t *testing.T, gw *v1.APIGateway, host string) (filtered map[string]gatewayv1.HTTPRouteFilterType, proxied map[string]bool) {
+	t.Helper()
+	r := builtHTTPRoutes(t, gw)[host]
 	require.NotNil(t, r)
-	proxied := map[string]bool{}
+	filtered, proxied = map[string]gatewayv1.HTTPRouteFilterType{}, map[string]bool{}
 	for _, rule := range r.Spec.Rules {
 		for _, m := range rule.Matches {
 			key := fmt.Sprintf("%s %s", *m.Path.Type, *m.Path.Value)
 			if len(rule.Filters) > 0 {
-				assert.Equal(t, "PathPrefix /old", key, "only the redirect without cors has a filter")
-				assert.Equal(t, gatewayv1.HTTPRouteFilterRequestRedirect, rule.Filters[0].Type)
+				filtered[key] = rule.Filters[0].Type
 				continue
 			}
 			require.Len(t, rule.BackendRefs, 1, key)
-			assert.Equal(t, gatewayv1.ObjectName(gw.Name), rule.BackendRefs[0].Name, "%s goes to the gateway's nginx", key)
+			ref := rule.BackendRefs[0].BackendObjectReference
+			assert.Equal(t, gatewayv1.ObjectName(gw.Name), ref.Name, "%s goes to the gateway's nginx", key)
+			assert.Nil(t, ref.Namespace, key)
 			proxied[key] = true
 		}
 	}
-	assert.Equal(t, map[string]bool{"PathPrefix /app": true, "PathPrefix /moved": true}, proxied)
+	return filtered, proxied
 }

@@ -59,17 +59,24 @@ func TestRenderCORS(t *testing.T) {
 			if tc.auth {
 				r.ExternalAuth = &v1.ExternalAuth{Service: "auth", Port: 80, Path: "/auth"}
 			}
-			config, err := Config(gateway("gw", r), Options{Resolvers: []string{"127.0.0.1"}})
-			require.NoError(t, err)
-			for _, w := range tc.want {
-				assert.Contains(t, config, w)
-			}
-			for _, n := range tc.not {
-				assert.NotContains(t, config, n)
-			}
-			checkBound(t, gateway("gw", r))
+			assertRendered(t, gateway("gw", r), Options{Resolvers: []string{"127.0.0.1"}}, tc.want, tc.not)
 		})
 	}
+}
+
+// assertRendered renders gw with opts and asserts that the configuration
+// holds each of want and none of not, and that the size bound holds it.
+func assertRendered(t *testing.T, gw *v1.APIGateway, opts Options, want, not []string) {
+	t.Helper()
+	config, err := Config(gw, opts)
+	require.NoError(t, err)
+	for _, w := range want {
+		assert.Contains(t, config, w)
+	}
+	for _, n := range not {
+		assert.NotContains(t, config, n)
+	}
+	checkBound(t, gw)
 }
 
 // TestRenderCORSRefusesWhatItWouldEscape: the renderer's own check
