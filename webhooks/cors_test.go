@@ -58,9 +58,17 @@ func TestCORSThroughKubectl(t *testing.T) {
 			want: `spec.routes[0].cors.maxAge: Invalid value: 172800: spec.routes[0].cors.maxAge in body should be less than or equal to 86400`,
 		},
 	}
+	refusedThroughKubectl(t, "cors", tests)
+}
+
+// refusedThroughKubectl applies each spec as gateway "refused" of
+// namespace ns and asserts kubectl's error names want (the field and
+// the reason).
+func refusedThroughKubectl(t *testing.T, ns string, tests map[string]struct{ spec, want string }) {
+	t.Helper()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			res := kubectl(ctx, manifest("cors", "refused", tc.spec), "apply", "-f", "-")
+			res := kubectl(t.Context(), manifest(ns, "refused", tc.spec), "apply", "-f", "-")
 			require.Error(t, res.Err)
 			assert.Contains(t, res.Stderr, tc.want)
 		})
