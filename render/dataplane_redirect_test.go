@@ -39,13 +39,7 @@ func TestDataPlaneRedirects(t *testing.T) {
 			if tc.Trusted {
 				from = trustedProxy
 			}
-			var headers []string
-			for k, vs := range tc.Header {
-				for _, v := range vs {
-					headers = append(headers, k+": "+v)
-				}
-			}
-			resp, body, err := dataplane.RawResponse(from, nginx.httpAddr, "GET "+tc.Target+" HTTP/1.1", host, headers...)
+			resp, body, err := dataplane.RawResponse(from, nginx.httpAddr, "GET "+tc.Target+" HTTP/1.1", host, dataplane.HeaderLines(tc.Header)...)
 			require.NoError(t, err, nginx.logs())
 			if tc.Service != "" {
 				require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s\n%s", body, nginx.logs())

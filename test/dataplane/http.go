@@ -74,3 +74,15 @@ func RawRequestTLS(addr string, config *tls.Config, requestLine, host string, he
 	}
 	return exchange(conn, requestLine, host, headers)
 }
+
+// HeaderLines are h's fields as the header lines ("Name: value") that
+// RawRequest and RawResponse send, one per value.
+func HeaderLines(h http.Header) []string {
+	var lines []string
+	for k, vs := range h {
+		for _, v := range vs {
+			lines = append(lines, k+": "+v)
+		}
+	}
+	return lines
+}

@@ -91,13 +91,7 @@ func redirectsThroughTraefik(t *testing.T) {
 			}
 		}
 		t.Run(name, func(t *testing.T) {
-			var headers []string
-			for k, vs := range tc.Header {
-				for _, v := range vs {
-					headers = append(headers, k+": "+v)
-				}
-			}
-			resp, body, err := dataplane.RawResponse("", addr, "GET "+tc.Target+" HTTP/1.1", host, headers...)
+			resp, body, err := dataplane.RawResponse("", addr, "GET "+tc.Target+" HTTP/1.1", host, dataplane.HeaderLines(tc.Header)...)
 			require.NoError(t, err)
 			if want.Service != "" {
 				require.Equal(t, 200, resp.StatusCode, "body: %s", body)

@@ -392,11 +392,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 				r.by = byNginx
 			}
 			r.method = tc.Method
-			for k, vs := range tc.Header {
-				for _, v := range vs {
-					r.headers = append(r.headers, k+": "+v)
-				}
-			}
+			r.headers = dataplane.HeaderLines(tc.Header)
 			t.Run(name, func(t *testing.T) { g.check(t, r) })
 		}
 	})
