@@ -42,8 +42,9 @@ func corsBackend(t *testing.T, seen *atomic.Int64) int32 {
 
 // corsRoutes: /app/ allows an exact origin and a suffix with a port, with
 // credentials; /any/ every origin; /ranged/ refuses 127.0.0.4; /private/
-// asks for a password; /moved/ redirects every request; /plain/ has no
-// cors.
+// asks for a password; /moved/ redirects every request; /ruled hands a
+// request with X-Canary to its rule's named location and answers 404 to
+// the others; /plain/ has no cors.
 func corsRoutes(port int32) []v1.Route {
 	named := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com", "https://*.example.org:8443"},
 		AllowMethods: []v1.HTTPMethod{"PUT", "DELETE"}, AllowHeaders: []v1.HTTPHeaderName{"X-Team"},
@@ -61,7 +62,11 @@ func corsRoutes(port int32) []v1.Route {
 	private.BasicAuth = &v1.BasicAuth{SecretName: "users"}
 	moved := v1.Route{Host: "api.example.com", Path: "/moved/", PathType: v1.PathTypePrefix, CORS: named,
 		Redirect: &v1.HTTPRedirect{Hostname: "new.example.com"}}
-	return []v1.Route{app, anyOrigin, ranged, private, moved, at("/plain/", nil)}
+	ruled := v1.Route{Host: "api.example.com", Path: "/ruled", PathType: v1.PathTypeExact, CORS: named, Rules: []v1.RouteRule{{
+		Matches:        []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchPresent}}}},
+		BackendService: v1.BackendService{Name: "cors-backend", Port: v1.PortNumber(port)},
+	}}}
+	return []v1.Route{app, anyOrigin, ranged, private, moved, ruled, at("/plain/", nil)}
 }
 
 // TestDataPlaneCORS: through real nginx, on both sides of each decision:
@@ -88,6 +93,7 @@ func TestDataPlaneCORS(t *testing.T) {
 
 	type request struct {
 		from, method, path, origin, requestMethod string
+		canary                                    bool
 		status                                    int
 		backend                                   bool
 		// allowOrigin is the Access-Control-Allow-Origin expected, ""
@@ -119,6 +125,9 @@ func TestDataPlaneCORS(t *testing.T) {
 		"basicAuth's 401 carries the origin":  {path: "/private/x", origin: app, status: 401, allowOrigin: app},
 		"preflight before the redirect":       {path: "/moved/x", origin: app, requestMethod: "PUT", status: 204, allowOrigin: app, preflight: true},
 		"the redirect carries the origin":     {path: "/moved/x", origin: app, status: 302, allowOrigin: app},
+		"preflight before the rules":          {path: "/ruled", origin: app, requestMethod: "PUT", status: 204, allowOrigin: app, preflight: true},
+		"a rule's named location adds them":   {path: "/ruled", canary: true, origin: app, status: 200, backend: true, allowOrigin: app},
+		"no rule takes it: 404 with them":     {path: "/ruled", origin: app, status: 404, allowOrigin: app},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -135,6 +144,9 @@ func TestDataPlaneCORS(t *testing.T) {
 			var headers []string
 			if tc.origin != "" {
 				headers = append(headers, "Origin: "+tc.origin)
+			}
+			if tc.canary {
+				headers = append(headers, "X-Canary: 1")
 			}
 			if tc.requestMethod != "" {
 				headers = append(headers, "Access-Control-Request-Method: "+tc.requestMethod, "Access-Control-Request-Headers: x-team")
