@@ -147,10 +147,14 @@ const maxRedirectRules = 8
 // would answer it to every address, and only nginx refuses the others.
 // And so is a redirect to a path with a percent-encoding: Gateway API does
 // not say whether the filter's path is encoded, and Traefik encodes its
-// '%' again (/caf%C3%A9 became /caf%25C3%25A9, test/gatewayapi).
+// '%' again (/caf%C3%A9 became /caf%25C3%25A9, test/gatewayapi). And so
+// is a redirect with cors: the Gateway's filter would answer the
+// preflights with the redirect, which browsers refuse, and its answers
+// would lack the CORS headers (cors.go in render says why nginx, not a
+// CORS filter, answers CORS in both exposures).
 func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
 	for _, p := range paths {
-		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && !encodedRedirectPath(r.Redirect) &&
+		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && r.CORS == nil && !encodedRedirectPath(r.Redirect) &&
 			len(redirects) < maxRedirectRules {
 			redirects = append(redirects, p)
 			continue

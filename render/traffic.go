@@ -75,6 +75,9 @@ type routeTraffic struct {
 	// auth is the route's external authentication, checked; nil for none
 	// (externalauth.go).
 	auth *authTarget
+	// cors are the location's lines of the route's CORS, "" for none
+	// (cors.go).
+	cors string
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed

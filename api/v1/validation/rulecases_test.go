@@ -137,6 +137,7 @@ func ruleCases() map[string]ruleCase {
 	trafficCases(add)
 	redirectCases(add)
 	externalAuthCases(add)
+	corsCases(add)
 	return cases
 }
 

@@ -82,6 +82,14 @@ func EverySetting(r v1.Route) v1.Route {
 		ResponseHeaders: []v1.HTTPHeaderName{"X-Auth-Request-User", "X-Auth-Request-Email"},
 		SignInURL:       "https://login.example.com/oauth2/start", TimeoutSeconds: ptr.To[int32](3),
 	}
+	// CORS of named origins with credentials, one a suffix: the
+	// larger of its maps.
+	r.CORS = &v1.CORS{
+		AllowOrigins:  []v1.CORSOrigin{"https://app.example.com", "https://*.example.org"},
+		AllowMethods:  []v1.HTTPMethod{"PUT", "DELETE"},
+		AllowHeaders:  []v1.HTTPHeaderName{"Authorization", "X-Team"},
+		ExposeHeaders: []v1.HTTPHeaderName{"X-Request-Id"}, MaxAge: ptr.To[int32](600), AllowCredentials: true,
+	}
 	return r
 }
 
