@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -41,31 +40,6 @@ const DefaultCORSMaxAge int32 = 5
 // CORSMaxAge is c's maxAge, or DefaultCORSMaxAge.
 func CORSMaxAge(c *v1.CORS) int32 { return ptr.Deref(c.MaxAge, DefaultCORSMaxAge) }
 
-// corsRules are the schema's bounds of a CORS, read as rules reads the
-// others.
-type corsRules struct {
-	origin                                  stringRule
-	origins, methods, allowHeaders, exposed int
-	maxAge                                  intRange
-}
-
-var corsSchema = sync.OnceValue(func() *corsRules {
-	c := ruleCompiler{spec: embeddedSpec()}
-	cors := "routes[].cors."
-	r := &corsRules{
-		origin:       c.stringRule(cors+"allowOrigins[]", true),
-		origins:      c.maxItems(cors + "allowOrigins"),
-		methods:      c.maxItems(cors + "allowMethods"),
-		allowHeaders: c.maxItems(cors + "allowHeaders"),
-		exposed:      c.maxItems(cors + "exposeHeaders"),
-		maxAge:       c.intRange(cors + "maxAge"),
-	}
-	if c.err != nil {
-		panic(fmt.Sprintf("validation: the embedded CRD: %v", c.err))
-	}
-	return r
-})
-
 // CORSOrigin is an allowed origin, parsed: a scheme, a DNS name (the
 // part after "*." for a suffix), whether it is a suffix, and a port ("" for
 // none). Any is set for "*", with the others empty.
@@ -87,7 +61,7 @@ func ParseCORSOrigin(o string) (CORSOrigin, bool) {
 	if o == AnyOrigin {
 		return CORSOrigin{Any: true}, true
 	}
-	if len(o) > corsSchema().origin.maxLength {
+	if len(o) > rules().corsOrigin.maxLength {
 		return CORSOrigin{}, false
 	}
 	m := originParts.FindStringSubmatch(o)
@@ -109,14 +83,14 @@ func validateCORS(r *v1.Route) field.ErrorList {
 	if c == nil {
 		return nil
 	}
-	limits := corsSchema()
+	limits := rules()
 	origin := func(o v1.CORSOrigin) string { return string(o) }
 	errs := field.ErrorList{}
 	origins := routeCORS.Child("allowOrigins")
 	if len(c.AllowOrigins) == 0 {
 		errs = append(errs, field.Required(origins, "the origins allowed, such as https://app.example.com"))
 	}
-	errs = append(errs, eachCondition(c.AllowOrigins, origins, limits.origins, origin, validateCORSOrigin)...)
+	errs = append(errs, eachCondition(c.AllowOrigins, origins, limits.corsOrigins, origin, validateCORSOrigin)...)
 	if slices.Contains(c.AllowOrigins, AnyOrigin) && len(c.AllowOrigins) > 1 {
 		errs = append(errs, field.Invalid(origins, c.AllowOrigins, corsAnyAloneMessage))
 	}
@@ -124,26 +98,23 @@ func validateCORS(r *v1.Route) field.ErrorList {
 		errs = append(errs, field.Invalid(routeCORS.Child("allowCredentials"), true, corsCredentialsMessage))
 	}
 	method := func(m v1.HTTPMethod) string { return string(m) }
-	errs = append(errs, eachCondition(c.AllowMethods, routeCORS.Child("allowMethods"), limits.methods, method, validateCORSMethod)...)
+	errs = append(errs, eachCondition(c.AllowMethods, routeCORS.Child("allowMethods"), limits.corsMethods, method, validateCORSMethod)...)
 	name := func(n v1.HTTPHeaderName) string { return string(n) }
 	check := func(n v1.HTTPHeaderName, f *field.Path) field.ErrorList { return validateHeaderName(string(n), f) }
-	errs = append(errs, eachCondition(c.AllowHeaders, routeCORS.Child("allowHeaders"), limits.allowHeaders, name, check)...)
-	errs = append(errs, eachCondition(c.ExposeHeaders, routeCORS.Child("exposeHeaders"), limits.exposed, name, check)...)
-	if c.MaxAge != nil && !limits.maxAge.holds(int64(*c.MaxAge)) {
-		errs = append(errs, field.Invalid(routeCORS.Child("maxAge"), *c.MaxAge, fmt.Sprintf("must be from %d to %d seconds", limits.maxAge.min, limits.maxAge.max)))
+	errs = append(errs, eachCondition(c.AllowHeaders, routeCORS.Child("allowHeaders"), limits.corsAllowHeaders, name, check)...)
+	errs = append(errs, eachCondition(c.ExposeHeaders, routeCORS.Child("exposeHeaders"), limits.corsExposeHeaders, name, check)...)
+	if c.MaxAge != nil && !limits.corsMaxAge.holds(int64(*c.MaxAge)) {
+		errs = append(errs, field.Invalid(routeCORS.Child("maxAge"), *c.MaxAge, fmt.Sprintf("must be from %d to %d seconds", limits.corsMaxAge.min, limits.corsMaxAge.max)))
 	}
 	return errs.WithOrigin(RuleCORS)
 }
 
 func validateCORSOrigin(o v1.CORSOrigin, fld *field.Path) field.ErrorList {
-	rule := corsSchema().origin
-	switch s := string(o); {
-	case s == "":
+	if o == "" {
 		return field.ErrorList{field.Required(fld, corsOriginMessage)}
-	case len(s) > rule.maxLength:
-		return field.ErrorList{field.TooLong(fld, "", rule.maxLength)}
-	case !rule.pattern.MatchString(s):
-		return field.ErrorList{field.Invalid(fld, s, corsOriginMessage)}
+	}
+	if errs := validateString(string(o), fld, rules().corsOrigin, corsOriginMessage); len(errs) > 0 {
+		return errs
 	}
 	if _, ok := ParseCORSOrigin(string(o)); !ok {
 		return field.ErrorList{field.Invalid(fld, o, corsPortMessage)}
@@ -156,22 +127,4 @@ func validateCORSMethod(m v1.HTTPMethod, fld *field.Path) field.ErrorList {
 		return field.ErrorList{field.NotSupported(fld, m, methods)}
 	}
 	return nil
-}
-
-// CORSString renders a CORS for the routes command: its origins, and
-// "+credentials" when it allows them, such as "https://app.example.com,
-// https://*.example.com +credentials". "" without CORS.
-func CORSString(c *v1.CORS) string {
-	if c == nil {
-		return ""
-	}
-	origins := make([]string, len(c.AllowOrigins))
-	for i, o := range c.AllowOrigins {
-		origins[i] = string(o)
-	}
-	s := strings.Join(origins, ",")
-	if c.AllowCredentials {
-		s += " +credentials"
-	}
-	return s
 }
