@@ -179,11 +179,7 @@ func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin, id string) (maps, l
 	fmt.Fprintf(&l, "%sif ($%s) {\n", indent, preflight)
 	answer(&l, "    ")
 	if len(c.AllowMethods) > 0 {
-		methods := make([]string, len(c.AllowMethods))
-		for i, x := range c.AllowMethods {
-			methods[i] = string(x)
-		}
-		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods \"%s\" always;\n", indent, strings.Join(methods, ", "))
+		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods \"%s\" always;\n", indent, joinNames(c.AllowMethods))
 	}
 	if len(c.AllowHeaders) > 0 {
 		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Headers \"%s\" always;\n", indent, joinNames(c.AllowHeaders))
@@ -208,7 +204,8 @@ func corsOriginEntry(o validation.CORSOrigin) string {
 	return fmt.Sprintf("\"~^%s://(?:[a-z0-9-]+\\.)+%s%s$\" \"$http_origin\"", o.Scheme, regexp.QuoteMeta(o.Host), port)
 }
 
-func joinNames(names []v1.HTTPHeaderName) string {
+// joinNames is names as one header value, comma-separated.
+func joinNames[S ~string](names []S) string {
 	s := make([]string, len(names))
 	for i, n := range names {
 		s[i] = string(n)
