@@ -202,6 +202,9 @@ func applyControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.
 		return live, unchanged, err
 	}
 	same, err := appliedEqual(live, desired, k.extract)
+	if err == nil && !same && cachedDigest(live) != "" {
+		live, same, err = recheckLive(ctx, c, k, live, desired)
+	}
 	if err != nil {
 		return live, unchanged, fmt.Errorf("reading the fields %s owns in %s %s: %w", FieldOwner, k.kind, name, err)
 	}
@@ -219,6 +222,32 @@ func applyControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.
 		}
 	}
 	return apply(ctx, c.cached, k, live, desired)
+}
+
+// recheckLive compares desired with what FieldOwner last applied to the
+// API server's copy of live, a cached child whose digest differed. The
+// cache can lag the operator's own writes: a pass that follows the one
+// that created the child can read it between the create's upgrade of the
+// managed fields and its apply, whose digest then holds the server's
+// defaults. Applying again would write nothing but an Updated event for
+// a change nobody made. The read costs a GET only where a write follows
+// anyway, or where it saves one.
+func recheckLive[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, k child[O, A], live O, desired A) (O, bool, error) {
+	fresh := k.newObj()
+	if err := c.live.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+		return live, false, err
+	}
+	if fresh.GetUID() != live.GetUID() {
+		return live, false, fmt.Errorf("%s %s was replaced while it was read", k.kind, live.GetName())
+	}
+	if fresh.GetResourceVersion() == live.GetResourceVersion() {
+		return live, false, nil
+	}
+	if err := upgradeManagedFields(ctx, c.cached, k.kind, fresh); err != nil {
+		return live, false, err
+	}
+	same, err := appliedEqual(fresh, desired, k.extract)
+	return fresh, same, err
 }
 
 // upgradeFresh is upgradeManagedFields on live, the cached child, and
