@@ -42,12 +42,16 @@ COPY webhooks/ webhooks/
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/apigateway-operator ./cmd/apigateway-operator
+    go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/apigateway-operator ./cmd/apigateway-operator && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o /out/apigateway-reloader ./cmd/apigateway-reloader
 
 # distroless/static: no shell, no package manager, CA certificates and
 # tzdata only; the nonroot variant runs as 65532, which the Deployment's
 # restricted security context (runAsNonRoot) requires to be numeric.
 FROM gcr.io/distroless/static:nonroot
 COPY --from=builder /out/apigateway-operator /apigateway-operator
+# The gateway pods' init container copies this one into each pod.
+COPY --from=builder /out/apigateway-reloader /apigateway-reloader
 USER 65532:65532
 ENTRYPOINT ["/apigateway-operator"]

@@ -66,14 +66,15 @@ const (
 	// keepRunningTemplate.
 	PodInputsAnnotation = "example.com/pod-inputs"
 
-	// operatorBinary is the operator's binary in its own image (the
-	// Dockerfile puts it there); the init container runs it.
-	operatorBinary = "/apigateway-operator"
+	// reloaderBinary is the reloader's binary in the operator's image
+	// (the Dockerfile puts it there); the init container runs it.
+	reloaderBinary = "/apigateway-reloader"
 	// reloaderDir is the emptyDir the init container copies the binary
 	// into and the gateway container runs it from.
 	reloaderDir = "/opt/apigateway"
-	// reloaderSize bounds that emptyDir: the binary, with room to grow.
-	reloaderSize = "256Mi"
+	// reloaderSize bounds that emptyDir: the binary (18 MB), with room
+	// to grow.
+	reloaderSize = "64Mi"
 	// configDir is where the ConfigMap is mounted; the reloader renders
 	// its template into confDir, which the images' nginx.conf includes
 	// inside http {}.
@@ -279,7 +280,7 @@ func restricted() *corev1ac.SecurityContextApplyConfiguration {
 		WithCapabilities(corev1ac.Capabilities().WithDrop(corev1.Capability("ALL")))
 }
 
-// installer is the init container that copies the operator's binary from
+// installer is the init container that copies the reloader's binary from
 // the operator's image into the reloader emptyDir, so the gateway image
 // needs nothing of ours and the pod runs one image of ours.
 func installer(p deploymentParams) *corev1ac.ContainerApplyConfiguration {
@@ -287,7 +288,7 @@ func installer(p deploymentParams) *corev1ac.ContainerApplyConfiguration {
 		WithName(reloaderName).
 		WithImage(p.ReloaderImage).
 		WithImagePullPolicy(pullPolicy(p.ReloaderImage)).
-		WithCommand(operatorBinary, "reloader", "install", reloaderDir+operatorBinary).
+		WithCommand(reloaderBinary, "install", reloaderDir+reloaderBinary).
 		WithSecurityContext(restricted()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(reloaderName).WithMountPath(reloaderDir))
 }
@@ -297,7 +298,7 @@ func installer(p deploymentParams) *corev1ac.ContainerApplyConfiguration {
 // strategy reloads it on every change of the template.
 func reloaderCommand(gw *v1.APIGateway) []string {
 	return []string{
-		reloaderDir + operatorBinary, "reloader", "run",
+		reloaderDir + reloaderBinary, "run",
 		"--template=" + configDir + "/" + configKey,
 		"--output=" + confDir + "/gateway.conf",
 		"--probe-socket=" + probeSocket,

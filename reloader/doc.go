@@ -2,9 +2,10 @@
 // place, when the pod's mounted configuration changes or the operator
 // pushes a signed one.
 //
-// The operator's pod template copies the operator's own binary into an
+// The operator's pod template copies the reloader's binary
+// (cmd/apigateway-reloader, beside the operator's in its image) into an
 // emptyDir from an init container (Install), and the gateway container
-// runs it as `apigateway-operator reloader run`: a supervisor that is the
+// runs it as `apigateway-reloader run`: a supervisor that is the
 // container's first process, renders the mounted template (the cluster DNS
 // from the pod's /etc/resolv.conf in place of the resolver variable, as the
 // nginx images' entrypoint would), starts the image's own nginx as its

@@ -16,11 +16,11 @@ import (
 	"example.com/apigateway-operator/render"
 )
 
-// Main runs the reloader subcommand with args (after its name) and returns
-// the exit code:
+// Main runs the apigateway-reloader binary with args (after its name) and
+// returns the exit code:
 //
-//	reloader install DEST              copy this binary to DEST (the init container)
-//	reloader run [flags] [-- nginx ...] supervise and reload nginx (the gateway container)
+//	apigateway-reloader install DEST              copy this binary to DEST (the init container)
+//	apigateway-reloader run [flags] [-- nginx ...] supervise and reload nginx (the gateway container)
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: reloader install DEST | reloader run [flags] [-- nginx [args]]")

@@ -23,7 +23,6 @@ var commands = []command{
 	{name: "validate", summary: "check APIGateway manifests as the API server and the operator's webhooks would, with no cluster", run: runValidate},
 	{name: "convert", summary: "rewrite APIGateways in another API version, as the conversion webhook does", run: runConvert},
 	{name: "render", summary: "print the children the operator would create for APIGateways (ConfigMap, Deployment, Service, Ingress, PodDisruptionBudget)", run: runRender},
-	{name: "reloader", summary: "run inside a gateway pod: start nginx and reload it in place when its configuration changes", run: runReloader},
 	{name: "routes", summary: "print the route table of a cluster or of files: backends, timeouts, and which gateway serves each route", run: runRoutes},
 	{name: "status", summary: "print one gateway: its conditions, children, pods and what each serves, parents' verdicts and claims", run: runStatus},
 }

@@ -247,7 +247,7 @@ func b8StartPod(ctx context.Context, operator string, ports b8Ports, opts contro
 	}
 	run := &b8Run{}
 	t0 := time.Now()
-	pod, err := gatewaypod.Start(dir, spec, data, gatewaypod.Options{Binary: operator, Nginx: nginx,
+	pod, err := gatewaypod.Start(dir, spec, data, gatewaypod.Options{Binary: reloaderBinary(operator), Nginx: nginx,
 		ResolvConf: "nameserver 127.0.0.1\n", Output: logFile})
 	if err != nil {
 		return nil, nil, err
@@ -263,10 +263,16 @@ func b8StartPod(ctx context.Context, operator string, ports b8Ports, opts contro
 		}
 	}
 	run.podStart = time.Since(t0)
-	if fi, err := os.Stat(filepath.Join(dir, "v", "reloader", "apigateway-operator")); err == nil {
+	if fi, err := os.Stat(filepath.Join(dir, "v", "reloader", "apigateway-reloader")); err == nil {
 		run.binaryBytes = fi.Size()
 	}
 	return pod, run, nil
+}
+
+// reloaderBinary is the reloader's binary `make build` put beside the
+// operator's: what the pods' init container copies from the image.
+func reloaderBinary(operator string) string {
+	return filepath.Join(filepath.Dir(operator), "apigateway-reloader")
 }
 
 func firstKey(m map[string]string) string {

@@ -34,24 +34,21 @@ import (
 const reloaderEnv = "GATEWAYPOD_RELOADER"
 
 // RunReloaderIfAsked, called first in a TestMain, makes the test binary
-// the reloader when a Pod runs it as the operator's binary
-// (Options.TestBinary): it then runs `reloader ...` with the arguments and
-// exits, and the tests do not run.
+// the reloader when a Pod runs it as the reloader's binary
+// (Options.TestBinary): it then runs as apigateway-reloader with the
+// arguments and exits, and the tests do not run.
 func RunReloaderIfAsked() {
 	if os.Getenv(reloaderEnv) == "" {
 		return
 	}
-	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "reloader" {
-		args = args[1:]
-	}
-	os.Exit(reloader.Main(args, os.Stdout, os.Stderr))
+	os.Exit(reloader.Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // Options say how to play one pod.
 type Options struct {
-	// Binary stands for the operator image's binary (the init container's
-	// command): bin/apigateway-operator, or a test binary when TestBinary.
+	// Binary stands for the reloader's binary in the operator's image (the
+	// init container's command): bin/apigateway-reloader, or a test binary
+	// when TestBinary.
 	Binary string
 	// TestBinary: Binary is a test binary whose TestMain calls
 	// RunReloaderIfAsked.
@@ -169,7 +166,7 @@ func (p *Pod) mounts(c corev1.Container) [][2]string {
 }
 
 // command is c's command line with its paths mapped to the pod's, the
-// operator image's binary to Options.Binary and the image's nginx to
+// reloader's binary in the operator's image to Options.Binary and the image's nginx to
 // Options.Nginx on the image's files.
 func (p *Pod) command(c corev1.Container) *exec.Cmd {
 	args := append(append([]string(nil), c.Command...), c.Args...)
@@ -187,7 +184,7 @@ func (p *Pod) command(c corev1.Container) *exec.Cmd {
 		}
 		args[i] = a
 	}
-	if args[0] == "/apigateway-operator" {
+	if args[0] == "/apigateway-reloader" {
 		args[0] = p.opts.Binary
 	}
 	if n := len(args); n > 0 && args[n-1] == "nginx" {

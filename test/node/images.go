@@ -29,25 +29,33 @@ const echoServerPackage = "example.com/apigateway-operator/test/node/echoserver"
 const nobody = "65534:65534"
 
 // OperatorImage is the operator's image as the Dockerfile builds it (its
-// binary at /apigateway-operator, user 65532): the gateway pods' init
-// container copies the reloader from it.
+// binary at /apigateway-operator and the reloader's at
+// /apigateway-reloader, user 65532): the gateway pods' init container
+// copies the reloader from it.
 const OperatorImage = "apigateway.test/operator:1"
 
-// operatorImage is OperatorImage with the operator binary: what the
-// Dockerfile's final stage holds (TestOperatorImageIsTheDockerfiles).
-func operatorImage(binary []byte) ociimage.Image {
+// operatorImage is OperatorImage with the operator's and the reloader's
+// binaries: what the Dockerfile's final stage holds
+// (TestOperatorImageIsTheDockerfiles).
+func operatorImage(operator, reloader []byte) ociimage.Image {
 	return ociimage.Image{
-		Name:   OperatorImage,
-		Files:  []ociimage.File{{Path: "/apigateway-operator", Mode: 0o755, Data: binary}},
+		Name: OperatorImage,
+		Files: []ociimage.File{
+			{Path: "/apigateway-operator", Mode: 0o755, Data: operator},
+			{Path: "/apigateway-reloader", Mode: 0o755, Data: reloader},
+		},
 		Config: ociimage.Config{Entrypoint: []string{"/apigateway-operator"}, User: "65532:65532"},
 	}
 }
 
-// operatorPackage is the operator's main package.
-const operatorPackage = "example.com/apigateway-operator/cmd/apigateway-operator"
+// The operator's and the reloader's main packages.
+const (
+	operatorPackage = "example.com/apigateway-operator/cmd/apigateway-operator"
+	reloaderPackage = "example.com/apigateway-operator/cmd/apigateway-reloader"
+)
 
-// WriteImages builds the echo server and the operator (static, as the
-// Dockerfile builds the operator) and writes the pause, echo, operator and
+// WriteImages builds the echo server, the operator and the reloader
+// (static, as the Dockerfile builds them) and writes the pause, echo, operator and
 // gateway images as OCI tars into dir; it returns the tars' paths.
 func WriteImages(dir string) ([]string, error) {
 	data, err := build(dir, echoServerPackage, "-ldflags=-s -w")
@@ -55,6 +63,10 @@ func WriteImages(dir string) ([]string, error) {
 		return nil, err
 	}
 	operator, err := build(dir, operatorPackage)
+	if err != nil {
+		return nil, err
+	}
+	reloader, err := build(dir, reloaderPackage, "-ldflags=-s -w")
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +82,7 @@ func WriteImages(dir string) ([]string, error) {
 			Config: ociimage.Config{Entrypoint: []string{"/echoserver"}, User: nobody},
 		},
 	}
-	images = append(images, operatorImage(operator))
+	images = append(images, operatorImage(operator, reloader))
 	for _, g := range []struct{ name, conf string }{{GatewayImage, gatewayNginxConf}, {RealIPGatewayImage, realIPNginxConf}} {
 		gateway, err := gatewayImage(g.name, g.conf)
 		if err != nil {
