@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -269,28 +270,25 @@ func TestPushBounds(t *testing.T) {
 		// place in line and be turned away after pushQueueWait, one of
 		// the two then answered at once: those are sent again.
 		malformed := []byte("not an envelope")
-		var first, second net.Conn
+		first, second := &heldPush{header: fmt.Sprintf("Content-Length: %d", len(env))},
+			&heldPush{header: fmt.Sprintf("Content-Length: %d", len(malformed))}
 		require.Eventually(t, func() bool {
-			if first == nil || answered(first) {
-				first = dialPush(t, fmt.Sprintf("Content-Length: %d", len(env)))
-			}
-			if second == nil || answered(second) {
-				second = dialPush(t, fmt.Sprintf("Content-Length: %d", len(malformed)))
-			}
+			first.keep(t)
+			second.keep(t)
 			code, _ := f.post(malformed)
-			return code == http.StatusTooManyRequests && !answered(first) && !answered(second)
+			return code == http.StatusTooManyRequests && !answered(first.conn) && !answered(second.conn)
 		}, wait, 10*time.Millisecond, "a third push was not turned away while two were in hand")
 		_, err := f.pod.Status(t.Context(), "reloader")
 		assert.NoError(t, err, "the status is not served while pushes are in hand")
-		for _, c := range []net.Conn{first, second} {
+		for _, c := range []net.Conn{first.conn, second.conn} {
 			require.NoError(t, c.SetDeadline(time.Now().Add(wait)))
 		}
-		_, err = first.Write(env)
+		_, err = first.conn.Write(env)
 		require.NoError(t, err)
-		_, err = second.Write(malformed)
+		_, err = second.conn.Write(malformed)
 		require.NoError(t, err)
-		assert.Equal(t, http.StatusOK, readStatus(t, first))
-		assert.Equal(t, http.StatusBadRequest, readStatus(t, second), "the push in line was not processed")
+		assert.Equal(t, http.StatusOK, readStatus(t, first.conn))
+		assert.Equal(t, http.StatusBadRequest, readStatus(t, second.conn), "the push in line was not processed")
 		assert.Equal(t, hash, f.status().Loaded)
 		code, body := f.post(env)
 		assert.Equal(t, http.StatusOK, code, "the slot was not given back: %s", body)
@@ -310,15 +308,40 @@ func dialPush(t *testing.T, header string) net.Conn {
 	return conn
 }
 
-// readStatus reads the answer's status code from conn.
+// heldPush is a push whose headers are sent and whose body is held back.
+type heldPush struct {
+	header string
+	conn   net.Conn
+	dialed time.Time
+}
+
+// keep dials the push again unless its connection still waits for its
+// body: not answered (a push turned away) nor closed by the server, and
+// younger than half the server's ReadTimeout, which runs from the
+// request's start, so that the body sent once the loop ends arrives in
+// time on a loaded machine. The connection replaced is closed, which
+// gives back the slot or the place in line it held.
+func (p *heldPush) keep(t *testing.T) {
+	if p.conn != nil && time.Since(p.dialed) < reloader.ReadTimeout/2 && !answered(p.conn) {
+		return
+	}
+	if p.conn != nil {
+		_ = p.conn.Close()
+	}
+	p.conn, p.dialed = dialPush(t, p.header), time.Now()
+}
+
 // answered reports whether the server has answered on conn already (a
-// push turned away, 429), waiting a millisecond for it; conn is no use
-// then.
+// push turned away, 429) or closed it, waiting a millisecond for it;
+// conn is no use then.
 func answered(conn net.Conn) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-	n, _ := conn.Read(make([]byte, 1))
-	return n > 0
+	n, err := conn.Read(make([]byte, 1))
+	var timeout net.Error
+	return n > 0 || (err != nil && !(errors.As(err, &timeout) && timeout.Timeout()))
 }
+
+// readStatus reads the answer's status code from conn.
 
 func readStatus(t *testing.T, conn net.Conn) int {
 	t.Helper()

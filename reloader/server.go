@@ -31,6 +31,9 @@ func serveStatus(addr string, status func() Status, pushes http.Handler, log *sl
 	return serve(ln, mux, "status server", log), nil
 }
 
+// readTimeout is the status server's ReadTimeout: see serve.
+const readTimeout = 10 * time.Second
+
 // serve serves mux on ln until the returned stop is called; name is the
 // server's in the log. ReadTimeout bounds the whole request, a push's
 // body included (1 MiB in 10 s is 100 KiB/s, far below a pod network): a
@@ -41,7 +44,7 @@ func serve(ln net.Listener, mux *http.ServeMux, name string, log *slog.Logger) (
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
+		ReadTimeout:       readTimeout,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    8 << 10,
