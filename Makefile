@@ -81,12 +81,16 @@ help: ## Show this help.
 
 # Built rather than `go run`: signals then reach hack/run itself, which
 # stops what it started (go run does not pass SIGTERM on). A node runs
-# beside the control plane (needs root) unless RUN_NODE=0.
+# beside the control plane (needs root) unless RUN_NODE=0. It is given
+# what this Makefile built (BIN=... included), unless the environment
+# names other paths.
 RUN_NODE ?= 1
 .PHONY: run
 run: k8s build $(if $(filter 0,$(RUN_NODE)),,node nginx) ## Run the operator against a local control plane and node (data in ./bin/run; RUN_NODE=0: no node, no root); Ctrl-C stops it. ARGS go to the operator.
 	go build -o $(BIN)/run-local ./hack/run
-	RUN_NODE=$(RUN_NODE) $(BIN)/run-local $(ARGS)
+	RUN_NODE=$(RUN_NODE) RUN_DIR="$${RUN_DIR:-$(BIN)/run}" K8S_BIN="$${K8S_BIN:-$(K8S_ASSETS)}" \
+		OPERATOR_BIN="$${OPERATOR_BIN:-$(BIN)/apigateway-operator}" NODE_BIN="$${NODE_BIN:-$(NODE_BIN)}" \
+		$(BIN)/run-local $(ARGS)
 
 .PHONY: run-clean
 run-clean: ## Delete what `make run` keeps between runs (./bin/run): the next run starts with an empty cluster.
