@@ -32,6 +32,7 @@ import (
 	"example.com/apigateway-operator/test/clusterdns"
 	"example.com/apigateway-operator/test/dataplane"
 	"example.com/apigateway-operator/test/gatewaypod"
+	"example.com/apigateway-operator/test/wsecho"
 )
 
 const (
@@ -219,7 +220,7 @@ func b8Backends() (ports b8Ports, release chan struct{}, stop func(), err error)
 		ports.stream, err = serve(gatewaypod.StreamHandler(release, 100*time.Millisecond))
 	}
 	if err == nil {
-		ports.chat, err = serve(dataplane.WebSocketEcho())
+		ports.chat, err = serve(wsecho.Handler())
 	}
 	if err != nil {
 		stop()

@@ -2,40 +2,23 @@ package dataplane
 
 import (
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/websocket"
+
+	"example.com/apigateway-operator/test/wsecho"
 )
 
-// WebSocketEcho is a WebSocket backend: it accepts any handshake and
-// sends every message it receives back, whole, as a binary message. It is
-// golang.org/x/net/websocket's server, so the frames are real RFC 6455
-// frames, masked from the client.
-func WebSocketEcho() http.Handler {
-	return websocket.Server{Handler: func(ws *websocket.Conn) {
-		for {
-			var msg []byte
-			if err := websocket.Message.Receive(ws, &msg); err != nil {
-				return
-			}
-			if err := websocket.Message.Send(ws, msg); err != nil {
-				return
-			}
-		}
-	}}
-}
-
-// StartWebSocketEcho serves WebSocketEcho on addr (host:port, port 0 for
+// StartWebSocketEcho serves wsecho.Handler on addr (host:port, port 0 for
 // a free one) until the test ends and returns its port.
 func StartWebSocketEcho(t testing.TB, addr string) int32 {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(WebSocketEcho())
+	srv := httptest.NewUnstartedServer(wsecho.Handler())
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	"example.com/apigateway-operator/controller"
 	"example.com/apigateway-operator/push"
 	"example.com/apigateway-operator/render"
+	"example.com/apigateway-operator/test/dataplane"
 	"example.com/apigateway-operator/test/testenv"
 )
 
@@ -32,12 +35,17 @@ const pushChanges = 20
 // it is, asked without pause on every pod while the other one changes.
 const steadyPath = "/steady"
 
+// chatsPerPod is how many WebSockets TestRouteChangesArePushedToEveryPod
+// holds open on each pod across its changes.
+const chatsPerPod = 4
+
 // TestRouteChangesArePushedToEveryPod is B8n: with pushes on and the
 // kubelet's default syncFrequency (a minute, so the ConfigMap volume
 // follows 31-81 s after a write), each of pushChanges route changes is
 // served by every ready pod of a two-replica gateway, without new pods,
-// and a steady stream of requests to a route that does not change meets
-// no failure on any pod. It logs, from the write of each change to the
+// a steady stream of requests to a route that does not change meets no
+// failure on any pod, and WebSockets opened before the changes echo
+// every message throughout them. It logs, from the write of each change to the
 // first 200 on its new route on every pod, the median and the 99th
 // percentile (the largest of 20), and where that time went (the pods'
 // push log lines), for docs/benchmarks.md; it asserts no timing.
@@ -66,8 +74,12 @@ func TestRouteChangesArePushedToEveryPod(t *testing.T) {
 	require.Len(t, pods.Items, 2)
 
 	streams := make([]*steadyStream, len(pods.Items))
+	chats := make([][]*chat, len(pods.Items))
 	for i, pod := range pods.Items {
 		streams[i] = startSteadyStream(ctx, pod.Status.PodIP, gatewayHost(ns))
+		for range chatsPerPod {
+			chats[i] = append(chats[i], startChat(t, pod.Status.PodIP, gatewayHost(ns)))
+		}
 	}
 	changes := make([]pushedChange, pushChanges)
 	for i := range changes {
@@ -77,6 +89,14 @@ func TestRouteChangesArePushedToEveryPod(t *testing.T) {
 		s.stop()
 		t.Logf("B8n: steady stream to %s on pod %s during the changes: %d requests, %d failed %v",
 			steadyPath, pods.Items[i].Name, s.sent.Load(), len(s.failures), s.failures)
+	}
+	for i, cs := range chats {
+		for _, c := range cs {
+			c.stop()
+			t.Logf("B8n: WebSocket on pod %s across the changes: %d messages echoed, cut: %v", pods.Items[i].Name, c.echoed.Load(), c.err)
+			require.NoError(t, c.err, "a WebSocket opened on pod %s before the changes was cut", pods.Items[i].Name)
+			require.Positive(t, c.echoed.Load())
+		}
 	}
 	var now corev1.PodList
 	require.NoError(t, env.Client.List(ctx, &now, client.InNamespace(ns), client.MatchingLabels{controller.LabelInstance: gw.Name}))
@@ -206,6 +226,55 @@ func (s *steadyStream) ask(ctx context.Context, c *http.Client, ip, host, path s
 func (s *steadyStream) stop() {
 	s.cancel()
 	<-s.done
+}
+
+// chat is a WebSocket through a gateway pod to the echo backend, held
+// open across the changes and echoing a message every 100 ms; err is its
+// first failure, after which it stops.
+type chat struct {
+	echoed atomic.Int64
+	err    error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startChat opens a chat through the gateway pod at ip on host's steady
+// route.
+func startChat(t *testing.T, ip, host string) *chat {
+	t.Helper()
+	ws, err := dataplane.DialWebSocket(net.JoinHostPort(ip, "8080"), host, steadyPath+"/ws")
+	require.NoError(t, err, "no WebSocket through the gateway pod at %s", ip)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := &chat{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer ws.Close()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			msg := fmt.Appendf(nil, "message %d", i)
+			got, err := dataplane.EchoOver(ws, msg)
+			if err == nil && !bytes.Equal(got, msg) {
+				err = fmt.Errorf("sent %q, got %q back", msg, got)
+			}
+			if err != nil {
+				c.err = fmt.Errorf("%s, message %d: %w", time.Now().Format(time.StampMilli), i, err)
+				return
+			}
+			c.echoed.Add(1)
+		}
+	}()
+	return c
+}
+
+func (c *chat) stop() {
+	c.cancel()
+	<-c.done
 }
 
 // pushSteps are the steps a reloader's push log line times, in order

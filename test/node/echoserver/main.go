@@ -1,8 +1,9 @@
 // Command echoserver is the node tests' backend image (and, run as
 // `echoserver pause`, their pods' sandbox image): it answers every request
 // on :$PORT (8080 when unset) with who answered and what it received, as
-// JSON. Static, standard library only, so that an image of it is this one
-// file.
+// JSON, and a WebSocket handshake with an echo of every message (package
+// wsecho). Static, so that an image of it is
+// this one file.
 package main
 
 import (
@@ -15,6 +16,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"example.com/apigateway-operator/test/wsecho"
 )
 
 // Reply is what it answers: its Service ($SERVICE), its pod ($HOSTNAME),
@@ -25,6 +28,9 @@ type Reply struct {
 	RequestURI string `json:"requestURI"`
 	Host       string `json:"host"`
 }
+
+// echo is the WebSocket echo of every WebSocket handshake.
+var echo = wsecho.Handler()
 
 func main() {
 	if err := run(); err != nil {
@@ -46,6 +52,10 @@ func run() error {
 		port = "8080"
 	}
 	srv := &http.Server{Addr: ":" + port, ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			echo.ServeHTTP(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		pod, _ := os.Hostname()
 		_ = json.NewEncoder(w).Encode(Reply{Service: os.Getenv("SERVICE"), Pod: pod, RequestURI: r.RequestURI, Host: r.Host})
