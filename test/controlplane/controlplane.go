@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -413,19 +414,25 @@ func ReadyWhenOK(url string) func(context.Context) error {
 
 // get fails unless url answers 200.
 func get(ctx context.Context, client *http.Client, url string) error {
+	_, err := getBody(ctx, client, url)
+	return err
+}
+
+// getBody is get that returns what a 200 carried.
+func getBody(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_ = resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return nil
+	return io.ReadAll(resp.Body)
 }
 
 // EtcdURL is the address of etcd's client port.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -283,16 +282,7 @@ func (c *ControlPlane) startKubeProxy(ctx context.Context) error {
 func kubeProxySynced(url string) func(context.Context) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		body, err := getBody(ctx, client, url)
 		if err != nil {
 			return err
 		}
