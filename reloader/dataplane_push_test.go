@@ -338,7 +338,7 @@ func answered(conn net.Conn) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(time.Millisecond))
 	n, err := conn.Read(make([]byte, 1))
 	var timeout net.Error
-	return n > 0 || (err != nil && !(errors.As(err, &timeout) && timeout.Timeout()))
+	return n > 0 || (err != nil && (!errors.As(err, &timeout) || !timeout.Timeout()))
 }
 
 // readStatus reads the answer's status code from conn.
