@@ -349,6 +349,26 @@ func TestWarnings(t *testing.T) {
 		"backend Service that does not exist": {
 			ports: map[string][]int32{},
 		},
+		"externalAuth Service without the port": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth"}
+			},
+			ports: map[string][]int32{"oauth2-proxy": {80}},
+			want:  []string{`spec.routes[0].externalAuth: Service "oauth2-proxy" has no port 4180 (its ports: 80)`},
+		},
+		"externalAuth Service with the port": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth"}
+			},
+			ports: map[string][]int32{"oauth2-proxy": {4180}},
+		},
+		"externalAuth on a backend Service without the port: one warning": {
+			mutate: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[1].ExternalAuth = &v1.ExternalAuth{Service: "user-service", Port: 8080, Path: "/auth"}
+			},
+			ports: map[string][]int32{"user-service": {80}},
+			want:  []string{"spec.routes[0].backendService: Service \"user-service\" has no port 8080"},
+		},
 		"one warning per Service and port": {
 			mutate: func(gw *v1.APIGateway) { gw.Spec.Routes[1].BackendService = gw.Spec.Routes[0].BackendService },
 			ports:  map[string][]int32{"user-service": {80}},

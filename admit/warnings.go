@@ -15,7 +15,8 @@ const maxQuoted = 100
 
 // portWarnings warns once per Service and port for a backend port that an
 // existing Service does not expose: the route would answer 502 until the
-// Service gets the port. ports lists only the Services that exist.
+// Service gets the port; for an externalAuth port, 500 (fail closed).
+// ports lists only the Services that exist.
 func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
 	var w []string
 	warned := map[v1.BackendService]bool{}
@@ -32,6 +33,9 @@ func portWarnings(routes []v1.Route, ports map[string][]int32) []string {
 		warn(r.BackendService, fmt.Sprintf("spec.routes[%d].backendService", i))
 		for j, rule := range r.Rules {
 			warn(rule.BackendService, fmt.Sprintf("spec.routes[%d].rules[%d].backendService", i, j))
+		}
+		if a := r.ExternalAuth; a != nil {
+			warn(v1.BackendService{Name: a.Service, Port: a.Port}, fmt.Sprintf("spec.routes[%d].externalAuth", i))
 		}
 	}
 	return w

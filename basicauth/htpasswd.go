@@ -56,6 +56,7 @@ var ErrRefused = errors.New("htpasswd refused")
 // A scheme is a hash format nginx 1.22 verifies (itself, or through the
 // C library's crypt(3): glibc's libxcrypt in Debian's images, musl in
 // Alpine's, both of which know these), with its exact syntax.
+// render.TestDataPlaneBasicAuth serves a user of each through nginx.
 type scheme struct {
 	name   string
 	re     *regexp.Regexp

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,8 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -97,6 +101,13 @@ type basicAuth struct {
 	// taken: N-basic-auth is someone else's; the Deployment, whose pods
 	// would mount it, is left as it is.
 	taken bool
+	// digest is the sha256 of files (digestFiles): what a pass keeps of
+	// them, to know the next time whether N-basic-auth already holds them.
+	digest string
+	// own is N-basic-auth's resourceVersion when it is known to hold
+	// files (a pass wrote or found them), "" while not: applyBasicAuth
+	// then reads and writes it.
+	own string
 }
 
 // secretReader reads one Secret, whole or its metadata only.
@@ -132,7 +143,19 @@ func readBasicAuth(ctx context.Context, live secretReader, gw *v1.APIGateway) ba
 			a.problems = append(a.problems, fmt.Sprintf("Secret %s: %s", name, problem))
 		}
 	}
+	a.digest = digestFiles(a.files)
 	return a
+}
+
+// digestFiles is the sha256 of files, names and contents in name order:
+// what the operator keeps in memory of the htpasswd files it wrote.
+func digestFiles(files map[string]string) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		// Lengths first: no two different maps hash the same bytes.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(files[name]), files[name])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // htpasswdOf is the checked htpasswd file of s, or what is wrong with it.
@@ -210,41 +233,53 @@ func (r *Reconciler) applyBasicAuth(ctx context.Context, gw *v1.APIGateway, a *b
 	}
 	key := client.ObjectKey{Namespace: gw.Namespace, Name: basicAuthSecretName(gw)}
 	stub := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if a.err != nil {
+	switch {
+	case a.err != nil:
 		// Retried; the pods keep the files they have.
 		note("Secret", stub, unchanged, a.err)
 		return
+	case a.own != "":
+		// N-basic-auth holds these files, as of the version basicAuthWatch
+		// last read (basicAuthWatch.recall): no read, no write.
+		note("Secret", stub, unchanged, nil)
+		return
 	}
-	act, err := r.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, a.files))
+	act, own, err := r.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, a.files))
 	a.taken = isNameTaken(err)
+	if err == nil {
+		a.own = own
+	}
 	note("Secret", stub, act, err)
 }
 
 // writeBasicAuthSecret applies want when gw controls the Secret named key
 // or none exists, and only when its data or metadata differ: a live read
-// (Secrets are in no cache) and, when nothing changed, no write.
-func (r *Reconciler) writeBasicAuthSecret(ctx context.Context, gw *v1.APIGateway, key client.ObjectKey, want *corev1ac.SecretApplyConfiguration) (action, error) {
+// (Secrets are in no cache) and, when nothing changed, no write. It
+// returns the Secret's resourceVersion as it holds want ("" if unknown).
+func (r *Reconciler) writeBasicAuthSecret(ctx context.Context, gw *v1.APIGateway, key client.ObjectKey, want *corev1ac.SecretApplyConfiguration) (action, string, error) {
 	live := &corev1.Secret{}
 	act := created
 	switch err := r.clients.live.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return unchanged, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		return unchanged, "", fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	default:
 		if err := checkControlled(live, gw); err != nil {
-			return unchanged, err
+			return unchanged, "", err
 		}
 		if sameBasicAuthSecret(live, want) {
-			return unchanged, nil
+			return unchanged, live.ResourceVersion, nil
 		}
 		act = updated
 		want.WithUID(live.UID)
 	}
 	if err := r.clients.cached.Apply(ctx, want, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		// The API server's error names fields, never the data's values.
-		return unchanged, fmt.Errorf("applying Secret %s: %w", key.Name, err)
+		return unchanged, "", fmt.Errorf("applying Secret %s: %w", key.Name, err)
 	}
-	return act, nil
+	// Apply decodes the API server's answer into want; its data is
+	// dropped with want at the end of the pass.
+	return act, ptr.Deref(want.ResourceVersion, ""), nil
 }
 
 // sameBasicAuthSecret reports whether live already is want: its data,
@@ -285,14 +320,42 @@ func basicAuthVolumes(gw *v1.APIGateway) (*corev1ac.VolumeApplyConfiguration, *c
 // watching Secrets (which RBAC cannot grant for named objects alone):
 // every basicAuthResync it reads each one's metadata, and reconciles a
 // gateway when one's resourceVersion is not the one its last pass read.
+//
+// The same reads spare the passes theirs: a pass whose gateway's Secrets,
+// N-basic-auth included, are at the versions its last pass read and
+// wrote, as of the watch's last round, reuses that pass's outcome
+// (recall) instead of reading every Secret again; an idle gateway, or
+// one reconciled for its pods' status, costs no Secret read. A Secret
+// changed since is read by the pass the watch's next round requeues: a
+// rotation goes live within basicAuthResync, as before.
 type basicAuthWatch struct {
 	live    secretReader
 	requeue chan<- event.GenericEvent
 	// every is how often: basicAuthResync.
 	every time.Duration
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// gateways are the versions each gateway's last pass read (and wrote,
+	// N-basic-auth's), by Secret name.
 	gateways map[client.ObjectKey]map[string]string
+	// seen are the versions the last round read, of each Secret it read.
+	seen map[client.ObjectKey]string
+	// memos are the gateways' last passes that left N-basic-auth as they
+	// wanted it.
+	memos map[client.ObjectKey]basicAuthMemo
+}
+
+// basicAuthMemo is what basicAuthWatch keeps of a gateway's last pass:
+// the versions it read, its problems (which quote nothing of a Secret),
+// the digest of the files it wrote and N-basic-auth's version; never a
+// Secret's content.
+type basicAuthMemo struct {
+	uid      types.UID
+	names    []string
+	versions map[string]string
+	problems []string
+	digest   string
+	own      string
 }
 
 // track records the versions gw's pass read; nil forgets gw. A nil w
@@ -305,9 +368,72 @@ func (w *basicAuthWatch) track(gw client.ObjectKey, versions map[string]string) 
 	defer w.mu.Unlock()
 	if len(versions) == 0 {
 		delete(w.gateways, gw)
+		delete(w.memos, gw)
 		return
 	}
 	w.gateways[gw] = maps.Clone(versions)
+}
+
+// recall is gw's basicAuth for this pass: its last pass's, with no read,
+// when the watch's last round read every Secret at the version that pass
+// left; otherwise read's, which need not write N-basic-auth again when it
+// holds the files read found (the same digest, at the version left).
+func (w *basicAuthWatch) recall(gw *v1.APIGateway, read func() basicAuth) basicAuth {
+	if w == nil || !hasBasicAuth(gw) {
+		return read()
+	}
+	w.mu.Lock()
+	m, ok := w.memos[client.ObjectKeyFromObject(gw)]
+	ok = ok && m.uid == gw.UID && slices.Equal(m.names, basicAuthSecrets(gw)) &&
+		w.seenAt(gw.Namespace, map[string]string{basicAuthSecretName(gw): m.own})
+	fresh := ok && w.seenAt(gw.Namespace, m.versions)
+	w.mu.Unlock()
+	if fresh {
+		return basicAuth{used: true, problems: slices.Clone(m.problems), versions: maps.Clone(m.versions), digest: m.digest, own: m.own}
+	}
+	a := read()
+	if ok && a.err == nil && a.digest == m.digest {
+		a.own = m.own
+	}
+	return a
+}
+
+// seenAt reports whether the last round read each of versions' Secrets,
+// in namespace ns, at its version. w.mu is held.
+func (w *basicAuthWatch) seenAt(ns string, versions map[string]string) bool {
+	for name, version := range versions {
+		if v, ok := w.seen[client.ObjectKey{Namespace: ns, Name: name}]; !ok || v != version {
+			return false
+		}
+	}
+	return true
+}
+
+// settle records gw's pass: the versions the watch compares, N-basic-auth's
+// among them, and the memo recall reuses when the pass left N-basic-auth
+// as it wanted it.
+func (w *basicAuthWatch) settle(gw *v1.APIGateway, a *basicAuth) {
+	if w == nil {
+		return
+	}
+	key := client.ObjectKeyFromObject(gw)
+	versions := maps.Clone(a.versions)
+	keep := hasBasicAuth(gw) && a.own != "" && a.err == nil && !a.taken
+	if keep {
+		versions[basicAuthSecretName(gw)] = a.own
+	}
+	w.track(key, versions)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !keep {
+		delete(w.memos, key)
+		return
+	}
+	if w.memos == nil {
+		w.memos = map[client.ObjectKey]basicAuthMemo{}
+	}
+	w.memos[key] = basicAuthMemo{uid: gw.UID, names: basicAuthSecrets(gw), versions: maps.Clone(a.versions),
+		problems: slices.Clone(a.problems), digest: a.digest, own: a.own}
 }
 
 // Start reads the Secrets every w.every until ctx ends.
@@ -324,7 +450,8 @@ func (w *basicAuthWatch) Start(ctx context.Context) error {
 
 // changed are the gateways some of whose Secrets changed since their
 // last pass: metadata reads only, never a Secret's data, and one read of
-// a Secret that several gateways name.
+// a Secret that several gateways name. What it read becomes w.seen before
+// the gateways are requeued, so that their passes read the Secrets again.
 func (w *basicAuthWatch) changed(ctx context.Context) []client.ObjectKey {
 	w.mu.Lock()
 	gateways := maps.Clone(w.gateways)
@@ -350,12 +477,26 @@ func (w *basicAuthWatch) changed(ctx context.Context) []client.ObjectKey {
 	}
 	var out []client.ObjectKey
 	for gw, versions := range gateways {
+		changed := false
 		for name, seen := range versions {
+			// Every Secret is read, not only up to the first change:
+			// recall needs each one's version.
 			if r := version(client.ObjectKey{Namespace: gw.Namespace, Name: name}); r.ok && r.version != seen {
-				out = append(out, gw)
-				break
+				changed = true
 			}
 		}
+		if changed {
+			out = append(out, gw)
+		}
 	}
+	seen := map[client.ObjectKey]string{}
+	for key, r := range reads {
+		if r.ok {
+			seen[key] = r.version
+		}
+	}
+	w.mu.Lock()
+	w.seen = seen
+	w.mu.Unlock()
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // {SHA} is the htpasswd scheme under test
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,73 @@ func TestBasicAuthSecret(t *testing.T) {
 	assertMountsBasicAuth(t, ch, gw, false)
 }
 
+// createBasicAuthGateway creates, in ns, the Secret "users" holding
+// file and a gateway whose one route names it.
+func createBasicAuthGateway(t *testing.T, ns, file string) (*corev1.Secret, *v1.APIGateway) {
+	t.Helper()
+	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"},
+		Data: map[string][]byte{basicauth.SecretKey: []byte(file)}}
+	require.NoError(t, env.Client.Create(context.Background(), users))
+	r := route("shop.example.com", "/", v1.PathTypePrefix, "web", 80)
+	r.BasicAuth = &v1.BasicAuth{SecretName: "users"}
+	gw := gateway("shop", r)
+	gw.Namespace = ns
+	return users, createGateway(t, gw)
+}
+
+// TestBasicAuthIdlePassReadsNoSecret: once the watch has read the
+// Secrets' versions, a pass of a basicAuth gateway (here for a spec change
+// that touches no route) reads no Secret whole, neither the tenant's nor
+// N-basic-auth; a rotation is still read and delivered, and the passes
+// after it read none again.
+func TestBasicAuthIdlePassReadsNoSecret(t *testing.T) {
+	op := startOperator(t, func(o *Options) { o.basicAuthResync = 200 * time.Millisecond })
+	ctx := context.Background()
+	ns := newNamespace(t, "basic-auth-idle")
+	users, gw := createBasicAuthGateway(t, ns, htpasswdLine("alice", "first"))
+	waitBasicAuthFile(t, gw, htpasswdLine("alice", "first"))
+
+	reads := func() int {
+		n := 0
+		for _, p := range op.writes.secretReads() {
+			if strings.HasPrefix(p, "/api/v1/namespaces/"+ns+"/") {
+				n++
+			}
+		}
+		return n
+	}
+	replicas := 1
+	// pass changes the spec's replicas and returns how many whole Secrets
+	// were read by the time the pass that saw it wrote its status (the
+	// reads come before the status write).
+	pass := func() int {
+		before := reads()
+		replicas = 3 - replicas
+		patchSpec(t, gw, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
+		cur := &v1.APIGateway{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), cur))
+		require.Eventually(t, func() bool {
+			latest := &v1.APIGateway{}
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(gw), latest))
+			c := meta.FindStatusCondition(latest.Status.Conditions, v1.ConditionBasicAuth)
+			return c != nil && c.ObservedGeneration >= cur.Generation
+		}, waitFor, tick, "the pass of generation %d", cur.Generation)
+		return reads() - before
+	}
+	// The watch's first round after the last write: a pass reads none.
+	require.Eventually(t, func() bool { return pass() == 0 }, waitFor, tick, "a pass read no Secret")
+	for range 3 {
+		assert.Zero(t, pass(), "an idle pass reads no Secret")
+	}
+
+	before := reads()
+	setSecret(t, users, htpasswdLine("bob", "second"))
+	waitBasicAuthFile(t, gw, htpasswdLine("bob", "second"))
+	assert.Greater(t, reads(), before, "the rotation was read")
+	require.Eventually(t, func() bool { return pass() == 0 }, waitFor, tick, "a pass read no Secret after the rotation")
+	assert.Zero(t, pass(), "an idle pass reads no Secret")
+}
+
 // TestBasicAuthNameTaken: a Secret N-basic-auth that is not the
 // gateway's is left alone, and so is the Deployment, whose pods would
 // mount it: the condition and Degraded say so.
@@ -209,14 +277,7 @@ func TestBasicAuthUnderTheGeneratedRBAC(t *testing.T) {
 	ctx := context.Background()
 	env.ApplyRBAC(t)
 	ns := newNamespace(t, "basic-auth-rbac")
-	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"},
-		Data: map[string][]byte{basicauth.SecretKey: []byte(htpasswdLine("alice", "pw"))}}
-	require.NoError(t, env.Client.Create(ctx, users))
-	r := route("shop.example.com", "/", v1.PathTypePrefix, "web", 80)
-	r.BasicAuth = &v1.BasicAuth{SecretName: "users"}
-	gw := gateway("shop", r)
-	gw.Namespace = ns
-	gw = createGateway(t, gw)
+	users, gw := createBasicAuthGateway(t, ns, htpasswdLine("alice", "pw"))
 
 	c, err := client.NewWithWatch(env.AsOperator(), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
@@ -225,10 +286,10 @@ func TestBasicAuthUnderTheGeneratedRBAC(t *testing.T) {
 	assert.Empty(t, a.problems)
 	rec := &Reconciler{clients: clients{cached: c, live: c}}
 	key := client.ObjectKey{Namespace: ns, Name: basicAuthSecretName(gw)}
-	act, err := rec.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, a.files))
+	act, _, err := rec.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, a.files))
 	require.NoError(t, err)
 	assert.Equal(t, created, act)
-	act, err = rec.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, map[string]string{basicauth.File("users"): ""}))
+	act, _, err = rec.writeBasicAuthSecret(ctx, gw, key, desiredBasicAuthSecret(gw, map[string]string{basicauth.File("users"): ""}))
 	require.NoError(t, err)
 	assert.Equal(t, updated, act)
 	w := &basicAuthWatch{live: c, gateways: map[client.ObjectKey]map[string]string{}}

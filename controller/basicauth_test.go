@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,19 +157,29 @@ func TestDesiredBasicAuthSecret(t *testing.T) {
 }
 
 // countingSecrets answers Get from versions (a name missing: not found)
-// and counts the reads.
+// and files (a whole Secret's htpasswd file), and counts the reads: all
+// of them, and those of whole Secrets.
 type countingSecrets struct {
 	versions map[string]string
+	files    map[string]string
 	reads    int
+	whole    int
 }
 
 func (c *countingSecrets) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	c.reads++
+	s, whole := obj.(*corev1.Secret)
+	if whole {
+		c.whole++
+	}
 	v, ok := c.versions[key.Name]
 	if !ok {
 		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 	}
 	obj.SetResourceVersion(v)
+	if whole {
+		s.Data = map[string][]byte{basicauth.SecretKey: []byte(c.files[key.Name])}
+	}
 	return nil
 }
 
@@ -186,4 +197,83 @@ func TestBasicAuthWatchReadsEachSecretOnce(t *testing.T) {
 	w.track(gw("e"), map[string]string{"shared": "2", "own": "5"}) // unchanged
 	assert.ElementsMatch(t, []client.ObjectKey{gw("a"), gw("b"), gw("d")}, w.changed(t.Context()))
 	assert.Equal(t, 3, secrets.reads, "one read per Secret")
+}
+
+// TestBasicAuthRecall: a pass reuses its last pass's outcome, with no
+// read of a whole Secret, only while the watch's last round read every
+// Secret, N-basic-auth included, at the version that pass left; any
+// change the round notices makes the requeued pass read again, and
+// N-basic-auth is written again only when what it should hold changed.
+func TestBasicAuthRecall(t *testing.T) {
+	gw := withBasicAuth(gateway("shop", route("shop.example.com", "/", v1.PathTypePrefix, "web", 80)))
+	gw.Namespace, gw.UID = "team", "uid-1"
+	own := basicAuthSecretName(gw)
+	secrets := &countingSecrets{versions: map[string]string{"users": "1", own: "10"},
+		files: map[string]string{"users": "alice:{SHA}AMr9EmGC6KnnwBuy8N/QBJa+ck8=\n"}}
+	w := &basicAuthWatch{live: secrets, gateways: map[client.ObjectKey]map[string]string{}}
+	key := client.ObjectKeyFromObject(gw)
+	// pass is one reconcile: recall, then, when N-basic-auth is not
+	// known to hold the files, writeBasicAuthSecret's read and, when they
+	// differ from what it holds, its write, which bumps its version.
+	held, ownVersion := "", 10
+	pass := func(gw *v1.APIGateway) (read bool, wrote bool) {
+		whole := secrets.whole
+		a := w.recall(gw, func() basicAuth { return readBasicAuth(t.Context(), secrets, gw) })
+		require.NoError(t, a.err)
+		assert.Empty(t, a.problems)
+		if secrets.whole > whole {
+			assert.Equal(t, map[string]string{"users": secrets.versions["users"]}, a.versions)
+		}
+		if a.own == "" {
+			if a.digest != held {
+				held, ownVersion, wrote = a.digest, ownVersion+1, true
+				secrets.versions[own] = strconv.Itoa(ownVersion)
+			}
+			a.own = secrets.versions[own]
+		}
+		w.settle(gw, &a)
+		return secrets.whole > whole, wrote
+	}
+	round := func() []client.ObjectKey { return w.changed(t.Context()) }
+	assertPass := func(wantRead, wantWrite bool, msg string) {
+		t.Helper()
+		read, wrote := pass(gw)
+		assert.Equal(t, wantRead, read, "%s: read", msg)
+		assert.Equal(t, wantWrite, wrote, "%s: wrote", msg)
+	}
+
+	assertPass(true, true, "first pass")
+	assertPass(true, false, "before the watch's first round: every Secret read again")
+	assert.Empty(t, round())
+	assertPass(false, false, "idle")
+	assertPass(false, false, "idle again")
+
+	secrets.versions["users"] = "2" // a key beside the htpasswd file
+	assertPass(false, false, "changed, not yet noticed: as before, within a round")
+	assert.Equal(t, []client.ObjectKey{key}, round())
+	assertPass(true, false, "noticed: read; the files are the same, N-basic-auth not read")
+	assert.Empty(t, round())
+	assertPass(false, false, "idle")
+
+	secrets.versions["users"], secrets.files["users"] = "3", "alice:{SHA}47DEQpj8HBSa+/TZIW2w0XkuVXM=\n"
+	assert.Equal(t, []client.ObjectKey{key}, round())
+	assertPass(true, true, "rotated: read and written")
+	assert.Empty(t, round(), "the version the write left is the one tracked")
+	assertPass(false, false, "idle")
+
+	secrets.versions[own] = "99" // someone else wrote it
+	held = "tampered"
+	assert.Equal(t, []client.ObjectKey{key}, round())
+	assertPass(true, true, "N-basic-auth changed: written again")
+	assert.Empty(t, round())
+	assertPass(false, false, "idle")
+
+	again := gw.DeepCopy()
+	again.UID = "uid-2"
+	read, _ := pass(again)
+	assert.True(t, read, "a gateway deleted and created again under the name")
+
+	w.track(key, nil)
+	read, _ = pass(gw)
+	assert.True(t, read, "forgotten")
 }

@@ -310,9 +310,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.recordClaims(ctx, gw, d.claims); err != nil {
 		return retryStale(err)
 	}
-	auth := readBasicAuth(ctx, r.clients.live, gw)
+	auth := r.authWatch.recall(gw, func() basicAuth { return readBasicAuth(ctx, r.clients.live, gw) })
 	dep, hash, exposed, failures := r.applyChildren(ctx, gw, servedGateway(gw, d.kept), &auth)
-	r.authWatch.track(req.NamespacedName, auth.versions)
+	r.authWatch.settle(gw, &auth)
 	if staleConfigMap(failures) {
 		return retryStale(errStale)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,10 +83,19 @@ func startOperator(t testing.TB, tune ...func(*Options)) *operator {
 	return op
 }
 
-// writeCounter records every request that is not a read.
+// writeCounter records every request that is not a read, and the reads
+// of whole Secrets (not of their metadata).
 type writeCounter struct {
-	mu     sync.Mutex
-	writes []string
+	mu      sync.Mutex
+	writes  []string
+	secrets []string
+}
+
+// secretReads are the paths of the whole Secrets read so far.
+func (c *writeCounter) secretReads() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.secrets...)
 }
 
 func (c *writeCounter) add(s string) {
@@ -107,7 +117,13 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	case http.MethodGet:
+		if strings.Contains(req.URL.Path, "/secrets/") && !strings.Contains(req.Header.Get("Accept"), "PartialObjectMetadata") {
+			t.c.mu.Lock()
+			t.c.secrets = append(t.c.secrets, req.URL.Path)
+			t.c.mu.Unlock()
+		}
+	case http.MethodHead, http.MethodOptions:
 	default:
 		t.c.add(req.Method + " " + req.URL.Path)
 	}

@@ -62,6 +62,14 @@ type RouteRow struct {
 	// Redirect answers the route's requests (routes[].redirect): all of
 	// them, Backends then empty, or those on the other scheme.
 	Redirect *v1.HTTPRedirect `json:"redirect,omitempty"`
+	// BasicAuth and ExternalAuth ask who the client is before the route
+	// serves it (routes[].basicAuth, routes[].externalAuth): the Secret's
+	// name, never its content; the authentication Service.
+	BasicAuth    *v1.BasicAuth    `json:"basicAuth,omitempty"`
+	ExternalAuth *v1.ExternalAuth `json:"externalAuth,omitempty"`
+	// CORS says which other sites' scripts may call the route
+	// (routes[].cors).
+	CORS *v1.CORS `json:"cors,omitempty"`
 	// Served is false when another gateway holds the route, HeldBy
 	// (namespace/name) and Reason (v1.ReasonHostOwned or
 	// v1.ReasonRouteConflict) then say which and why, or when the gateway
@@ -250,7 +258,7 @@ func routeRow(gw *v1.APIGateway, j int) RouteRow {
 		Host: string(r.Host), Path: string(r.Path), PathType: r.PathType, Rules: r.Rules,
 		Gateway: objectName(gw), Index: j, Scopes: validation.RouteScopes(gw),
 		Backends: backends, Timeouts: r.Timeouts, RewritePrefix: string(r.RewritePrefix), Redirect: r.Redirect,
-		SourceRanges: r.SourceRanges, Served: true,
+		SourceRanges: r.SourceRanges, BasicAuth: r.BasicAuth, ExternalAuth: r.ExternalAuth, CORS: r.CORS, Served: true,
 	}
 }
 
@@ -318,6 +326,10 @@ func objectName(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetN
 // BACKENDS is "-" for a route whose redirect answers every request.
 // A SOURCES column follows REWRITE when some route has source ranges:
 // "allow ...; deny ...", "-" for a route that serves every address.
+// An AUTH column follows when some route authenticates: "basic:" and its
+// Secret, "external:" and its Service and port (validation.AuthString),
+// "-" for a route that asks no one; a CORS column when some route has
+// CORS: its origins (validation.CORSString), "-" for none.
 func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	rules := optionalColumn(rows, "RULES", func(r RouteRow) string { return validation.RulesString(r.Rules) })
@@ -325,10 +337,15 @@ func WriteRouteTable(w io.Writer, rows []RouteRow) error {
 		return validation.RedirectString(&v1.Route{Host: v1.Hostname(r.Host), Redirect: r.Redirect})
 	})
 	sources := optionalColumn(rows, "SOURCES", func(r RouteRow) string { return validation.SourceRangesString(r.SourceRanges) })
-	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\t"+rules.header+redirect.header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\t"+sources.header+"STATUS")
+	auth := optionalColumn(rows, "AUTH", func(r RouteRow) string {
+		return validation.AuthString(&v1.Route{BasicAuth: r.BasicAuth, ExternalAuth: r.ExternalAuth})
+	})
+	cors := optionalColumn(rows, "CORS", func(r RouteRow) string { return validation.CORSString(r.CORS) })
+	fmt.Fprintln(tw, "HOST\tPATH\tTYPE\t"+rules.header+redirect.header+"GATEWAY\tBACKENDS\tTIMEOUTS\tREWRITE\t"+
+		sources.header+auth.header+cors.header+"STATUS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\t%s%s\n", r.Host, r.Path, r.PathType, rules.cell(r), redirect.cell(r), r.Gateway,
-			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), sources.cell(r), statusText(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\t%s%s%s%s\n", r.Host, r.Path, r.PathType, rules.cell(r), redirect.cell(r), r.Gateway,
+			backendsText(r.Backends), timeoutsText(r.Timeouts), orDash(r.RewritePrefix), sources.cell(r), auth.cell(r), cors.cell(r), statusText(r))
 	}
 	return tw.Flush()
 }

@@ -327,3 +327,40 @@ api.example.com  /users/  Prefix  302 https://api.example.com* (requests not on 
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"redirect":{"path":{"type":"ReplacePrefixMatch","value":"/new/"},"statusCode":301}`)
 }
+
+// TestRouteTableAuthAndCORS: a route that authenticates shows who asks in
+// an AUTH column (the Secret's name, never its content; the Service and
+// port), one with CORS its origins in a CORS column, "-" for the others;
+// the JSON has them as the spec writes them.
+func TestRouteTableAuthAndCORS(t *testing.T) {
+	admin := rt("api.example.com", "/admin/", v1.PathTypePrefix, "admin", 80)
+	admin.BasicAuth = &v1.BasicAuth{SecretName: "users", Realm: "Staff"}
+	app := rt("api.example.com", "/app/", v1.PathTypePrefix, "app", 8080)
+	app.ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth"}
+	app.CORS = &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com", "https://*.example.org", "https://c.example.com"}, AllowCredentials: true}
+	public := rt("api.example.com", "/public/", v1.PathTypePrefix, "web", 80)
+	public.CORS = &v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}}
+	rows := Routes([]v1.APIGateway{agw("shop", "gw", admin, app, public, rt("api.example.com", "/", v1.PathTypePrefix, "web", 80))}, RouteOptions{})
+
+	var b bytes.Buffer
+	require.NoError(t, WriteRouteTable(&b, rows))
+	want := `HOST             PATH      TYPE    GATEWAY  BACKENDS  TIMEOUTS  REWRITE  AUTH                        CORS                                                                 STATUS
+api.example.com  /         Prefix  shop/gw  web:80    -         -        -                           -                                                                    served
+api.example.com  /admin/   Prefix  shop/gw  admin:80  -         -        basic:users                 -                                                                    served
+api.example.com  /app/     Prefix  shop/gw  app:8080  -         -        external:oauth2-proxy:4180  https://app.example.com, https://*.example.org +1 more; credentials  served
+api.example.com  /public/  Prefix  shop/gw  web:80    -         -        -                           any origin                                                           served
+`
+	assert.Equal(t, want, b.String())
+	raw, err := json.Marshal(rows[2])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"externalAuth":{"service":"oauth2-proxy","port":4180,"path":"/oauth2/auth"}`)
+	assert.Contains(t, string(raw), `"cors":{"allowOrigins":["https://app.example.com","https://*.example.org","https://c.example.com"],"allowCredentials":true}`)
+	raw, err = json.Marshal(rows[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"basicAuth":{"secretName":"users","realm":"Staff"}`)
+
+	b.Reset()
+	require.NoError(t, WriteRouteTable(&b, Routes([]v1.APIGateway{agw("shop", "gw", rt("api.example.com", "/", v1.PathTypePrefix, "web", 80))}, RouteOptions{})))
+	assert.NotContains(t, b.String(), "AUTH", "no route authenticates: no column")
+	assert.NotContains(t, b.String(), "CORS")
+}

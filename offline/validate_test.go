@@ -106,6 +106,25 @@ func TestValidateDefaults(t *testing.T) {
 	assert.Contains(t, strings.Join(r.Objects[1].Warnings, "\n"), "spec.replicas: 1")
 }
 
+// TestValidatePortWarnings: a Service of the input without a route's
+// port warns, for a backend and for an externalAuth Service alike, as the
+// webhook does (admit.Validate); a Service the input lacks does not.
+func TestValidatePortWarnings(t *testing.T) {
+	in := "apiVersion: v1\nkind: Service\nmetadata: {name: oauth2-proxy, namespace: team}\nspec: {ports: [{port: 80}]}\n---\n" +
+		"apiVersion: example.com/v1\nkind: APIGateway\nmetadata: {name: gw, namespace: team}\nspec:\n  replicas: 2\n  routes:\n" +
+		"  - {host: a.example.com, backendService: {name: oauth2-proxy, port: 4180}}\n" +
+		"  - {host: b.example.com, backendService: {name: s, port: 80}, externalAuth: {service: oauth2-proxy, port: 4180, path: /oauth2/auth}}\n" +
+		"  - {host: c.example.com, backendService: {name: s, port: 80}, externalAuth: {service: missing, port: 4180, path: /oauth2/auth}}\n"
+	r := check(t, in, Options{})
+	require.True(t, r.Valid(), "%+v", r.Objects)
+	assert.Equal(t, []string{`spec.routes[0].backendService: Service "oauth2-proxy" has no port 4180 (its ports: 80)`},
+		r.Objects[1].Warnings, "one warning per Service and port")
+	in = strings.Replace(in, "backendService: {name: oauth2-proxy, port: 4180}", "backendService: {name: s, port: 80}", 1)
+	r = check(t, in, Options{})
+	require.True(t, r.Valid(), "%+v", r.Objects)
+	assert.Equal(t, []string{`spec.routes[1].externalAuth: Service "oauth2-proxy" has no port 4180 (its ports: 80)`}, r.Objects[1].Warnings)
+}
+
 // TestValidateKeepStatus: with KeepStatus an admitted gateway keeps the
 // status the input gives it, of either version; without, it has none, as
 // after a create.

@@ -20,6 +20,31 @@ import (
 // aliceBcrypt is alice's line, password "secret1", bcrypt of cost 4.
 const aliceBcrypt = "alice:$2y$04$yNnYsa4BI8knQfCPVP3jUe8eBQkLTe9RcnVusx6DmmDE9tIaGpYO2\n"
 
+// schemeLines are a user for each other scheme basicauth.Check accepts,
+// each password "<user>-<scheme>" (frank's and grace's "<user>-rounds").
+// Fixed vectors: made with OpenSSL 3.0's `openssl passwd -apr1 -salt
+// Qp3Jm8xZ carol-apr1`, `-5 -salt yBa7cuWq0LkN dave-sha256`, `-6 -salt
+// Tz1mR4pXq9eW erin-sha512`, `-5 -salt 'rounds=1000$Vh2kLq8N'
+// frank-rounds` and `-6` likewise for grace, and checked against glibc's
+// crypt(3); henry's and ivan's are aliceBcrypt under the $2b$ and $2a$
+// prefixes, which hash an ASCII password as $2y$ does. openssl is not
+// one of the project's tools, so the test does not run it; no module the
+// project requires makes these hashes.
+const schemeLines = "carol:$apr1$Qp3Jm8xZ$lFd052x/L9J4Em/8AJ4ux.\n" +
+	"dave:$5$yBa7cuWq0LkN$geV20Nq0ygQfnFPZIso8il83SZJ7wjNemGVAMdS/tK3\n" +
+	"erin:$6$Tz1mR4pXq9eW$Wosb8d.l3Z8kewrsAe8kRbKE9moi6w32PaiDcYFccvszKywsyMHiZe1hcKavIINol7MasVFbHqDXCUL.IQ4GW.\n" +
+	"frank:$5$rounds=1000$Vh2kLq8N$X3qpEIBW/PFFYF0SGpgsOA.vtYhmyugXGsAdRuwcsaC\n" +
+	"grace:$6$rounds=1000$Vh2kLq8N$B4X0lH.PKDqLcpOwGYg9d8NFB3NWHPp1KviIPl3KDLyMWcGJIRvHrZH62v0fnWRzCGZ6x4AVTgzqF0LFYVcdi/\n" +
+	"henry:$2b$04$yNnYsa4BI8knQfCPVP3jUe8eBQkLTe9RcnVusx6DmmDE9tIaGpYO2\n" +
+	"ivan:$2a$04$yNnYsa4BI8knQfCPVP3jUe8eBQkLTe9RcnVusx6DmmDE9tIaGpYO2\n"
+
+// schemePasswords are schemeLines' users, their scheme and password.
+var schemePasswords = map[string][2]string{
+	"carol": {"$apr1$", "carol-apr1"}, "dave": {"$5$", "dave-sha256"}, "erin": {"$6$", "erin-sha512"},
+	"frank": {"$5$ rounds=", "frank-rounds"}, "grace": {"$6$ rounds=", "grace-rounds"},
+	"henry": {"$2b$", "secret1"}, "ivan": {"$2a$", "secret1"},
+}
+
 // shaLine is user's htpasswd line of password in the {SHA} scheme.
 func shaLine(user, password string) string {
 	sum := sha1.Sum([]byte(password)) //nolint:gosec // the scheme under test
@@ -65,7 +90,8 @@ func writeAtomically(t *testing.T, dir, name, data string) {
 
 // TestDataPlaneBasicAuth: through real nginx (Debian's 1.22), each
 // answer of a basicAuth route: the right password of a bcrypt and a
-// {SHA} user, a wrong one, none, an unknown user; a source range's 403
+// {SHA} user, a wrong one, the right and a wrong one of each other scheme
+// basicauth.Check accepts ($apr1$, $5$, $6$, rounds=, $2a$, $2b$), none, an unknown user; a source range's 403
 // before the question; a rule's named location asks too; a redirect to
 // the other scheme comes first; a refused Secret (empty file) is 401 and
 // a file the pod lacks 403, never the backend; a route without basicAuth
@@ -73,7 +99,10 @@ func writeAtomically(t *testing.T, dir, name, data string) {
 // reload: the new password opens, the old one no longer does.
 func TestDataPlaneBasicAuth(t *testing.T) {
 	dir := t.TempDir()
-	writeAtomically(t, dir, basicauth.File("users"), aliceBcrypt+shaLine("bob", "hunter2"))
+	users := aliceBcrypt + shaLine("bob", "hunter2") + schemeLines
+	checked, err := basicauth.Check([]byte(users))
+	require.NoError(t, err, "every scheme is one the operator accepts")
+	writeAtomically(t, dir, basicauth.File("users"), checked)
 	writeAtomically(t, dir, basicauth.File("refused"), "")
 	ports := startEchoBackends(t, "private", "open")
 	gw := gateway("auth", basicAuthRoutes(ports)...)
@@ -146,6 +175,13 @@ func TestDataPlaneBasicAuth(t *testing.T) {
 		"a route without basicAuth":   {target: "/open/x", service: "open"},
 		"a path no route covers":      {target: "/nowhere", user: "alice", password: "secret1", status: http.StatusNotFound},
 	})
+	// Each other scheme: its password opens, another does not.
+	schemes := map[string]request{}
+	for user, sp := range schemePasswords {
+		schemes[sp[0]+", right password"] = request{target: "/private/x", user: user, password: sp[1], service: "private"}
+		schemes[sp[0]+", wrong password"] = request{target: "/private/x", user: user, password: sp[1] + "x", status: http.StatusUnauthorized}
+	}
+	check(t, schemes)
 
 	// Rotation: alice's password changes and bob leaves; nginx is not
 	// reloaded (it opens the file on each request).

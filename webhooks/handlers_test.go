@@ -306,6 +306,13 @@ func TestValidatorHandler(t *testing.T) {
 			ports:    stubPorts{"user-service": {80}},
 			wantWarn: []string{`spec.routes[0].backendService: Service "user-service" has no port 8080 (its ports: 80)`},
 		},
+		"auth Service port warning": {
+			gw: func(gw *v1.APIGateway) {
+				gw.Spec.Routes[0].ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth"}
+			},
+			ports:    stubPorts{"user-service": {8080}, "oauth2-proxy": {80}},
+			wantWarn: []string{`spec.routes[0].externalAuth: Service "oauth2-proxy" has no port 4180 (its ports: 80)`},
+		},
 		"a failed lookup is an error": {
 			finder:  failingFinder{},
 			wantErr: "looking up the APIGateways that share the gateway's hosts: cache unavailable",

@@ -146,7 +146,7 @@ func (v *Validator) validate(ctx context.Context, old, gw *v1.APIGateway) (admis
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("looking up the APIGateways that share the gateway's hosts: %v", err))
 	}
 	if v.Services != nil {
-		related.ServicePorts = v.Services.Ports(ctx, ns, backendNames(gw))
+		related.ServicePorts = v.Services.Ports(ctx, ns, servicesOf(gw))
 	}
 	// The warnings about the gateway alone are the API server's warnings
 	// policy's, operator up or down; admit.Validate's need other objects.
@@ -235,7 +235,10 @@ func (e *invalidError) Unwrap() error { return e.StatusError }
 // unique within a namespace only.
 func sameGateway(a, b *v1.APIGateway) bool { return a.Namespace == b.Namespace && a.Name == b.Name }
 
-func backendNames(gw *v1.APIGateway) []string {
+// servicesOf are the Services gw's routes send requests to, whose ports
+// admit.Validate holds the routes' to: the backends and the externalAuth
+// Services.
+func servicesOf(gw *v1.APIGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Routes))
 	for _, r := range gw.Spec.Routes {
 		if r.BackendService.Name != "" {
@@ -243,6 +246,9 @@ func backendNames(gw *v1.APIGateway) []string {
 		}
 		for _, rule := range r.Rules {
 			names = append(names, string(rule.BackendService.Name))
+		}
+		if r.ExternalAuth != nil {
+			names = append(names, string(r.ExternalAuth.Service))
 		}
 	}
 	return names

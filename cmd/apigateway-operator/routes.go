@@ -17,7 +17,9 @@ const routesSynopsis = `Usage: apigateway-operator routes [-f FILE|DIR|-] [flags
 Prints the route table: a line per route of every APIGateway, with its host,
 path, pathType, gateway (namespace/name), backends with their shares of the
 requests, timeouts, prefix rewrite, and whether its gateway serves it or
-which gateway holds it. Without -f it reads the cluster of the kubeconfig
+which gateway holds it; when some route has them, its rules, redirect,
+source ranges, authentication (AUTH: basic:SECRET, external:SERVICE:PORT)
+and CORS origins. Without -f it reads the cluster of the kubeconfig
 (--kubeconfig, --context): it lists APIGateways and IngressClasses in every
 namespace and writes nothing. With -f it reads files instead, each
 APIGateway defaulted and judged alone as validate judges it; if one is

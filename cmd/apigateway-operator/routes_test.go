@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/offline"
 )
 
@@ -25,10 +26,13 @@ spec:
     backendService: {name: user-service, port: 8080}
     additionalBackends: [{name: canary, port: 8080, weight: 20}]
     timeouts: {connectSeconds: 5, readSeconds: 300}
+    externalAuth: {service: oauth2-proxy, port: 4180, path: /oauth2/auth}
+    cors: {allowOrigins: ["https://app.example.com"]}
   - host: api.example.com
     path: /api
     backendService: {name: api, port: 80}
     rewritePrefix: /
+    basicAuth: {secretName: api-users}
 ---
 apiVersion: example.com/v1alpha1
 kind: APIGateway
@@ -49,9 +53,10 @@ func TestRoutesCommand(t *testing.T) {
 			stdout: []string{"default/my-app-gateway    user-service:8080     -         -        served, contested by default/users-v2-gateway\n",
 				"default/users-v2-gateway  user-service-v2:8080  -         -        lost to default/my-app-gateway (RouteConflict)\n"}},
 		{name: "every column", stdin: weighted, args: []string{"-f", "-"},
-			stdout: []string{"api.example.com  /api     Prefix  team-a/shop   api:80                                  -                      /        served\n",
-				"api.example.com  /users/  Prefix  team-a/shop   user-service:8080 80%, canary:8080 20%  connect 5s, read 300s  -        served, contested by team-a/later\n",
-				"api.example.com  /users   Prefix  team-a/later  old:80                                  -                      -        lost to team-a/shop (RouteConflict)\n"}},
+			stdout: []string{"REWRITE  AUTH                        CORS                     STATUS\n",
+				"api.example.com  /api     Prefix  team-a/shop   api:80                                  -                      /        basic:api-users             -                        served\n",
+				"api.example.com  /users/  Prefix  team-a/shop   user-service:8080 80%, canary:8080 20%  connect 5s, read 300s  -        external:oauth2-proxy:4180  https://app.example.com  served, contested by team-a/later\n",
+				"api.example.com  /users   Prefix  team-a/later  old:80                                  -                      -        -                           -                        lost to team-a/shop (RouteConflict)\n"}},
 		{name: "a refused gateway: its errors, no table", args: []string{"-f", samples + "/apigateway_v1.yaml", "-f", invalid + "/name-not-dns-label.yaml"}, code: 1,
 			stderr: []string{"name-not-dns-label.yaml#0: The APIGateway"}},
 		{name: "files or a cluster, not both", args: []string{"-f", samples, "--kubeconfig", "x"}, code: 2, stderr: []string{"give one or the other"}},
@@ -81,6 +86,10 @@ func TestRoutesCommandJSON(t *testing.T) {
 	assert.Equal(t, []offline.WeightedBackend{{Name: "user-service", Port: 8080, Weight: 80}, {Name: "canary", Port: 8080, Weight: 20}}, users.Backends)
 	assert.Equal(t, int32(300), *users.Timeouts.ReadSeconds)
 	assert.Equal(t, []string{"team-a/later"}, users.ContestedBy)
+	assert.Equal(t, &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/oauth2/auth"}, users.ExternalAuth)
+	assert.Equal(t, []v1.CORSOrigin{"https://app.example.com"}, users.CORS.AllowOrigins)
+	assert.Equal(t, &v1.BasicAuth{SecretName: "api-users"}, out.Routes[0].BasicAuth)
+	assert.Nil(t, out.Routes[2].BasicAuth)
 	assert.Equal(t, "team-a/shop", out.Routes[2].HeldBy)
 	assert.Equal(t, "RouteConflict", out.Routes[2].Reason)
 

@@ -403,7 +403,8 @@ func redirect(rng *rand.Rand) map[string]any {
 // or not.
 func externalAuth(rng *rand.Rand) map[string]any {
 	a := map[string]any{
-		"service": draw(rng, []string{"oauth2-proxy", "auth"}, []string{"Auth", "auth.other", ""}),
+		// svc-a, the cluster's Service, has port 80 only: 4180 warns.
+		"service": draw(rng, []string{"oauth2-proxy", "auth", "svc-a"}, []string{"Auth", "auth.other", ""}),
 		"port":    draw(rng, []int64{4180, 80}, []int64{0, 65536}),
 		"path":    draw(rng, []string{"/oauth2/auth", "/"}, []string{"/caf%C3%A9", "auth", "/a/../b"}),
 	}

@@ -128,3 +128,31 @@ func validateCORSMethod(m v1.HTTPMethod, fld *field.Path) field.ErrorList {
 	}
 	return nil
 }
+
+// corsShown bounds the origins CORSString names.
+const corsShown = 2
+
+// CORSString renders a route's CORS for the routes command: the allowed
+// origins, "any origin" for "*", the first corsShown and how many more,
+// and "credentials" when the browser sends them; "" for none.
+func CORSString(c *v1.CORS) string {
+	if c == nil {
+		return ""
+	}
+	shown := c.AllowOrigins[:min(len(c.AllowOrigins), corsShown)]
+	origins := make([]string, len(shown))
+	for i, o := range shown {
+		origins[i] = string(o)
+	}
+	s := strings.Join(origins, ", ")
+	if more := len(c.AllowOrigins) - len(shown); more > 0 {
+		s += fmt.Sprintf(" +%d more", more)
+	}
+	if slices.Equal(c.AllowOrigins, []v1.CORSOrigin{AnyOrigin}) {
+		s = "any origin"
+	}
+	if c.AllowCredentials {
+		s += "; credentials"
+	}
+	return s
+}

@@ -123,3 +123,17 @@ func IsSignInURL(s string) bool {
 	u, err := url.ParseRequestURI(s)
 	return err == nil && u.Scheme == "https" && u.Hostname() != ""
 }
+
+// AuthString renders who authenticates a route's requests, for the routes
+// command: "basic:" and its Secret, "external:" and its Service and port,
+// both joined by ", " for a route with both; "" for neither.
+func AuthString(r *v1.Route) string {
+	var parts []string
+	if r.BasicAuth != nil {
+		parts = append(parts, "basic:"+r.BasicAuth.SecretName)
+	}
+	if a := r.ExternalAuth; a != nil {
+		parts = append(parts, fmt.Sprintf("external:%s:%d", a.Service, a.Port))
+	}
+	return strings.Join(parts, ", ")
+}
