@@ -341,6 +341,11 @@ type Route struct {
 	// +optional
 	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
 
+	// retries sends a request the backend failed to another of its ready
+	// endpoints (retries_types.go).
+	// +optional
+	Retries *RouteRetries `json:"retries,omitempty"`
+
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.
 	// +optional

@@ -62,6 +62,9 @@ const (
 	// absolute https signInURL of the URL alphabet, and a timeout from 1
 	// to 30 seconds.
 	RuleExternalAuth = "routes.externalAuth"
+	// RuleRetries: a route's retries send a request again 1 to 5 times,
+	// on at most the 5 conditions the schema lists, each once.
+	RuleRetries = "routes.retries"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match
 	// has at least one condition: at most 8 headers (valid names, not
