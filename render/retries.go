@@ -43,6 +43,12 @@ const (
 	// state (sizeBound); a Service with more ready endpoints gets the
 	// first ones in address order.
 	maxRetryEndpoints = 16
+	// maxRetryServers bounds the endpoints a gateway writes in all: past
+	// it, a retried backend keeps its ClusterIP (its requests are not
+	// sent to another endpoint). 64 lines of at most retryServerBound
+	// bytes: 4 KiB, so retries on every route of a gateway of 300
+	// Services still fit the bound admission checks without rendering.
+	maxRetryServers = 64
 	// noEndpointsPrefix starts the backend value of a Service without a
 	// ready endpoint: no upstream's name (upstream_, retry_) and no
 	// Service's host name (which has a dot) starts with it.
@@ -110,8 +116,20 @@ func retriesBound(r *v1.Route, _ int) (location, http int) {
 	if r.Retries == nil {
 		return 0, 0
 	}
-	return 2*lineBytes + len("error timeout http_502 http_503 http_504 non_idempotent"), 0
+	return len(retriesLongest), 0
 }
+
+// retriesLongest are the longest lines writeRetries writes.
+const retriesLongest = indent + "proxy_next_upstream error timeout http_502 http_503 http_504 non_idempotent;\n" +
+	indent + "proxy_next_upstream_tries 6;\n"
+
+// noEndpointsSplitBound bounds writeNoEndpoints in a location whose
+// split_clients variable is $backend_ and a route id.
+var noEndpointsSplitBound = func() int {
+	var b strings.Builder
+	writeNoEndpoints(&b, "$backend_0123456789abcdef")
+	return b.Len()
+}()
 
 // retried is backend for a route with retries: the upstream of the
 // Service's ready endpoints when the lookup knows them, else what
@@ -127,10 +145,15 @@ func (u *upstreams) retried(name v1.ServiceName, port int32, byName string) stri
 			servers = append(servers, s)
 		}
 	}
-	if len(servers) == 0 {
-		return u.backend(name, port, byName)
-	}
 	id := "retry_" + upstreamHash(name, port)
+	if _, written := u.servers[id]; !written {
+		servers = servers[:min(len(servers), maxRetryServers-u.retryServers)]
+		if len(servers) < 2 {
+			// No other endpoint to send a request to.
+			return u.backend(name, port, byName)
+		}
+		u.retryServers += len(servers)
+	}
 	u.servers[id] = servers
 	u.labels[id] = backendLabel(name, port)
 	return id
@@ -182,12 +205,26 @@ func writeNoEndpoints(b *strings.Builder, pass string) {
 // routes: one per Service and port that a route with retries names (its
 // own, its rules', its additional backends' and its authentication's),
 // each with up to maxRetryEndpoints servers.
+//
+// sizeBound counts one upstream (upstreamBound) per Service and port;
+// one that routes with and without retries both name may have two.
 func retryUpstreamsBound(routes []Route) int {
-	keys := map[backendKey]struct{}{}
+	retried, pooled := map[backendKey]struct{}{}, map[backendKey]struct{}{}
 	for _, ref := range routes {
 		if ref.Route.Retries != nil {
-			routeBackends(ref.Route, keys)
+			routeBackends(ref.Route, retried)
+		} else {
+			routeBackends(ref.Route, pooled)
 		}
 	}
-	return len(keys) * (upstreamBound + (maxRetryEndpoints-1)*retryServerBound)
+	if len(retried) == 0 {
+		return 0
+	}
+	both := 0
+	for k := range retried {
+		if _, ok := pooled[k]; ok {
+			both++
+		}
+	}
+	return both*upstreamBound + maxRetryServers*retryServerBound
 }

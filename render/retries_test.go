@@ -259,3 +259,31 @@ func TestDataPlaneRetries(t *testing.T) {
 		}
 	})
 }
+
+// FuzzRenderRetries: whatever a route's retry condition and attempts
+// hold, the configuration is refused or has the directives of harmless
+// retries: no condition ends a directive or adds one.
+func FuzzRenderRetries(f *testing.F) {
+	for _, s := range hostileStrings() {
+		f.Add(s, int32(2))
+		f.Add("timeout"+s, int32(1))
+	}
+	f.Add("http502", int32(5))
+	f.Add("error", int32(6))
+	f.Fuzz(func(t *testing.T, condition string, attempts int32) {
+		gw := func(c string, n int32) *v1.APIGateway {
+			r := route("fuzz.example.com", "/", v1.PathTypePrefix, "web", 80)
+			r.Retries = &v1.RouteRetries{Attempts: n, On: []v1.RetryCondition{v1.RetryCondition(c)}}
+			return gateway("fuzz", r)
+		}
+		opts := Options{Resolvers: []string{"127.0.0.1"}, ServiceEndpoints: endpoints(map[string][]string{"web": {"10.0.0.1:80", "10.0.0.2:80"}})}
+		config, err := Config(gw(condition, attempts), opts)
+		if err != nil {
+			require.Empty(t, config)
+			return
+		}
+		want, err := Config(gw("timeout", 1), opts)
+		require.NoError(t, err, "harmless retries")
+		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
+	})
+}

@@ -60,7 +60,7 @@ var trafficSettings = []trafficSetting{
 			for _, b := range r.AdditionalBackends {
 				http += backendBound(b.Name, suffix)
 			}
-			return 3 * lineBytes, http
+			return noEndpointsSplitBound, http
 		},
 	},
 	{

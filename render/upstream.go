@@ -57,6 +57,8 @@ type upstreams struct {
 	// servers are each upstream's servers, one for a ClusterIP, the
 	// ready endpoints for a retried backend (retries.go).
 	servers map[string][]string
+	// retryServers counts the endpoints in servers (maxRetryServers).
+	retryServers int
 	// labels maps each value backend returned to its metrics label
 	// (backendLabel).
 	labels map[string]string
