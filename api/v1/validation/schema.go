@@ -38,7 +38,7 @@ type stringRule struct {
 // rules read, each named by the field it belongs to.
 type schemaRules struct {
 	replicas, backendPort, weight, connectSeconds, readSeconds, requestsPerSecond, burst intRange
-	redirectPort, authTimeoutSeconds, retryAttempts                                                     intRange
+	redirectPort, authTimeoutSeconds, retryAttempts                                      intRange
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
@@ -49,10 +49,10 @@ type schemaRules struct {
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
-	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders, retryOn                 int
+	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders, retryOn        int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
-	retryConditions []string
+	retryConditions                                                    []string
 	matchTypes, methods                                                []string
 	redirectSchemes, redirectPathTypes                                 []string
 	redirectCodes                                                      []int64
