@@ -202,16 +202,14 @@ func writeNoEndpoints(b *strings.Builder, pass string) {
 }
 
 // retryUpstreamsBound bounds the upstreams of the retried backends of
-// routes: one per Service and port that a route with retries names (its
-// own, its rules', its additional backends' and its authentication's),
-// each with up to maxRetryEndpoints servers.
-//
-// sizeBound counts one upstream (upstreamBound) per Service and port;
-// one that routes with and without retries both name may have two.
+// routes: the endpoint lines, at most maxRetryServers in a gateway, and
+// the upstreams themselves. sizeBound counts one upstream (upstreamBound)
+// per Service and port; one that routes with and without retries both
+// name may have two, its ClusterIP's and its endpoints'.
 func retryUpstreamsBound(routes []Route) int {
 	retried, pooled := map[backendKey]struct{}{}, map[backendKey]struct{}{}
 	for _, ref := range routes {
-		if ref.Route.Retries != nil {
+		if ref.Retries != nil {
 			routeBackends(ref.Route, retried)
 		} else {
 			routeBackends(ref.Route, pooled)
