@@ -323,27 +323,38 @@ func (w *basicAuthWatch) Start(ctx context.Context) error {
 }
 
 // changed are the gateways some of whose Secrets changed since their
-// last pass: metadata reads only, never a Secret's data.
+// last pass: metadata reads only, never a Secret's data, and one read of
+// a Secret that several gateways name.
 func (w *basicAuthWatch) changed(ctx context.Context) []client.ObjectKey {
 	w.mu.Lock()
 	gateways := maps.Clone(w.gateways)
 	w.mu.Unlock()
+	type read struct {
+		version string // "" when the Secret is gone
+		ok      bool   // false: unknown, the next round asks again
+	}
+	reads := map[client.ObjectKey]read{}
+	version := func(key client.ObjectKey) read {
+		if r, done := reads[key]; done {
+			return r
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := w.live.Get(ctx, key, m)
+		r := read{version: m.ResourceVersion, ok: err == nil}
+		if apierrors.IsNotFound(err) {
+			r = read{ok: true}
+		}
+		reads[key] = r
+		return r
+	}
 	var out []client.ObjectKey
 	for gw, versions := range gateways {
 		for name, seen := range versions {
-			m := &metav1.PartialObjectMetadata{}
-			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-			switch err := w.live.Get(ctx, client.ObjectKey{Namespace: gw.Namespace, Name: name}, m); {
-			case apierrors.IsNotFound(err):
-				m.ResourceVersion = ""
-			case err != nil:
-				continue // unknown: the next round asks again
+			if r := version(client.ObjectKey{Namespace: gw.Namespace, Name: name}); r.ok && r.version != seen {
+				out = append(out, gw)
+				break
 			}
-			if m.ResourceVersion == seen {
-				continue
-			}
-			out = append(out, gw)
-			break
 		}
 	}
 	return out

@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 	"example.com/apigateway-operator/basicauth"
@@ -150,4 +153,37 @@ func TestDesiredBasicAuthSecret(t *testing.T) {
 	assert.False(t, sameBasicAuthSecret(live, s), "rotated")
 	assert.False(t, sameBasicAuthSecret(&corev1.Secret{Type: corev1.SecretTypeOpaque}, s), "empty")
 	assert.Nil(t, desiredBasicAuthSecret(gw, nil).Data, "a gateway that dropped basicAuth: emptied")
+}
+
+// countingSecrets answers Get from versions (a name missing: not found)
+// and counts the reads.
+type countingSecrets struct {
+	versions map[string]string
+	reads    int
+}
+
+func (c *countingSecrets) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	c.reads++
+	v, ok := c.versions[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	obj.SetResourceVersion(v)
+	return nil
+}
+
+// TestBasicAuthWatchReadsEachSecretOnce: gateways whose Secret changed,
+// was deleted or is unchanged, with one metadata read per Secret however
+// many gateways name it.
+func TestBasicAuthWatchReadsEachSecretOnce(t *testing.T) {
+	secrets := &countingSecrets{versions: map[string]string{"shared": "2", "own": "5"}}
+	w := &basicAuthWatch{live: secrets, gateways: map[client.ObjectKey]map[string]string{}}
+	gw := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "team", Name: name} }
+	w.track(gw("a"), map[string]string{"shared": "1"})             // changed
+	w.track(gw("b"), map[string]string{"shared": "1", "own": "5"}) // changed
+	w.track(gw("c"), map[string]string{"own": "5"})                // unchanged
+	w.track(gw("d"), map[string]string{"gone": "3"})               // deleted
+	w.track(gw("e"), map[string]string{"shared": "2", "own": "5"}) // unchanged
+	assert.ElementsMatch(t, []client.ObjectKey{gw("a"), gw("b"), gw("d")}, w.changed(t.Context()))
+	assert.Equal(t, 3, secrets.reads, "one read per Secret")
 }

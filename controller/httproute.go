@@ -137,21 +137,12 @@ func httpRouteRules(gw *v1.APIGateway, paths []ingressPath) []*gatewayv1ac.HTTPR
 // passed to the gateway, whose nginx answers them alike.
 const maxRedirectRules = 8
 
-// redirectPaths splits paths into those whose route's redirect answers
-// every request (validation.AnswersAll), up to maxRedirectRules, and the
-// rest, each in order. A redirect to another scheme of the same host is
-// the gateway's to answer: it depends on the scheme the request came in
-// with, which one HTTPRoute attached to every listener cannot tell
-// (Gateway API's filter would redirect the requests that came over https
-// too, forever). So is a redirect limited by source ranges: the Gateway
-// would answer it to every address, and only nginx refuses the others.
-// And so is a redirect to a path with a percent-encoding: Gateway API does
-// not say whether the filter's path is encoded, and Traefik encodes its
-// '%' again (/caf%C3%A9 became /caf%25C3%25A9, test/gatewayapi).
+// redirectPaths splits paths into those whose route's redirect the
+// Gateway answers (gatewayRedirects), up to maxRedirectRules, and the
+// rest, each in order.
 func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
 	for _, p := range paths {
-		if r := p.route.Route; r != nil && validation.AnswersAll(r) && r.SourceRanges == nil && !encodedRedirectPath(r.Redirect) &&
-			len(redirects) < maxRedirectRules {
+		if r := p.route.Route; r != nil && gatewayRedirects(r) && len(redirects) < maxRedirectRules {
 			redirects = append(redirects, p)
 			continue
 		}
@@ -160,9 +151,35 @@ func redirectPaths(paths []ingressPath) (redirects, rest []ingressPath) {
 	return redirects, rest
 }
 
-// encodedRedirectPath reports whether rd's path holds a percent-encoding.
-func encodedRedirectPath(rd *v1.HTTPRedirect) bool {
-	return rd.Path != nil && strings.Contains(string(rd.Path.Value), "%")
+// gatewayRedirects reports whether r's redirect is emitted as Gateway
+// API's RequestRedirect filter, for the parent Gateway to answer: one that
+// answers every request (validation.AnswersAll) and that nginx need not
+// answer itself.
+func gatewayRedirects(r *v1.Route) bool {
+	switch {
+	case !validation.AnswersAll(r):
+		// To another scheme of the same host: it depends on the scheme
+		// the request came in with, which one HTTPRoute attached to every
+		// listener cannot tell (the filter would redirect the requests
+		// that came over https too, forever).
+		return false
+	case r.SourceRanges != nil:
+		// The Gateway would answer every address; only nginx refuses the
+		// others first.
+		return false
+	case r.CORS != nil:
+		// The filter would answer the preflights with the redirect, which
+		// browsers refuse, and its answers would lack the CORS headers
+		// (render's cors.go says why nginx answers CORS in both
+		// exposures).
+		return false
+	case r.Redirect.Path != nil && strings.Contains(string(r.Redirect.Path.Value), "%"):
+		// Gateway API does not say whether the filter's path is encoded,
+		// and Traefik encodes its '%' again (/caf%C3%A9 became
+		// /caf%25C3%25A9, test/gatewayapi).
+		return false
+	}
+	return true
 }
 
 // redirectRule answers p's requests with its route's redirect, in Gateway

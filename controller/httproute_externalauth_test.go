@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -27,22 +25,8 @@ func TestHTTPRouteExternalAuth(t *testing.T) {
 	moved.Redirect = &v1.HTTPRedirect{Hostname: "new.example.com"}
 	moved.ExternalAuth = auth
 	gw := httpRouteGateway("authed", publicGateway, app, exact, moved)
-	r := builtHTTPRoutes(t, gw)["api.example.com"]
-	require.NotNil(t, r)
-	proxied := map[string]bool{}
-	for _, rule := range r.Spec.Rules {
-		for _, m := range rule.Matches {
-			key := fmt.Sprintf("%s %s", *m.Path.Type, *m.Path.Value)
-			if len(rule.Filters) > 0 {
-				assert.Equal(t, "PathPrefix /moved", key, "only the redirect has a filter")
-				continue
-			}
-			require.Len(t, rule.BackendRefs, 1, key)
-			ref := rule.BackendRefs[0].BackendObjectReference
-			assert.Equal(t, gatewayv1.ObjectName(gw.Name), ref.Name, "%s goes to the gateway's nginx", key)
-			assert.Nil(t, ref.Namespace, key)
-			proxied[key] = true
-		}
-	}
+	filtered, proxied := httpRoutePaths(t, gw, "api.example.com")
+	assert.Equal(t, map[string]gatewayv1.HTTPRouteFilterType{"PathPrefix /moved": gatewayv1.HTTPRouteFilterRequestRedirect}, filtered,
+		"only the redirect has a filter")
 	assert.Equal(t, map[string]bool{"PathPrefix /app": true, "Exact /admin": true}, proxied)
 }

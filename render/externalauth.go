@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -143,23 +144,22 @@ func authBlock(a *v1.ExternalAuth, backend string) (location, block string) {
 }
 
 // authSentHeaders are the headers the authentication Service always
-// receives: the gateway's Host and X-Forwarded-* (gatewayHeaders), the
+// receives: the gateway's Host and X-Forwarded-* (gatewayHeaders, as a
+// backend receives them, but for Forwarded and the upgrade's two), the
 // request's URI and method, no body and no Connection (the pooled
 // connection stays open).
-var authSentHeaders = []struct{ name, value string }{
-	{"Host", "$host"},
-	{"X-Real-IP", "$remote_addr"},
-	{"X-Forwarded-For", "$remote_addr"},
-	{"X-Forwarded-Host", "$host"},
-	{"X-Forwarded-Proto", "$" + forwardedProtoVariable},
-	{"X-Forwarded-Port", "$" + forwardedPortVariable},
-	{"X-Forwarded-Uri", "$request_uri"},
-	{"X-Forwarded-Method", "$request_method"},
-	{"X-Original-URI", "$request_uri"},
-	{"X-Original-Method", "$request_method"},
-	{"Content-Length", `""`},
-	{"Connection", `""`},
-}
+var authSentHeaders = slices.Concat(
+	slices.DeleteFunc(slices.Clone(gatewayHeaders), func(h sentHeader) bool {
+		return h.name == "Forwarded" || h.name == "Upgrade" || h.name == "Connection"
+	}),
+	[]sentHeader{
+		{name: "X-Forwarded-Uri", value: "$request_uri"},
+		{name: "X-Forwarded-Method", value: "$request_method"},
+		{name: "X-Original-URI", value: "$request_uri"},
+		{name: "X-Original-Method", value: "$request_method"},
+		{name: "Content-Length", value: `""`},
+		{name: "Connection", value: `""`},
+	})
 
 // headerVariable is the suffix of nginx's $http_ and $upstream_http_
 // variables for header name n: lower-cased, '-' as '_'.

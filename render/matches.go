@@ -192,7 +192,7 @@ type condition struct {
 func conditions(m *v1.RequestMatch) []condition {
 	var out []condition
 	for _, h := range m.Headers {
-		out = append(out, condition{variable: "http_" + strings.ReplaceAll(strings.ToLower(string(h.Name)), "-", "_"),
+		out = append(out, condition{variable: "http_" + headerVariable(string(h.Name)),
 			present: h.Type == v1.MatchPresent, value: string(h.Value)})
 	}
 	for _, q := range m.QueryParams {

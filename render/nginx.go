@@ -647,7 +647,8 @@ func writeLocation(b *strings.Builder, l location) {
 
 // writeLocationBody writes l as the location named by match (its own, or
 // a rule's named location's "@..."): the route's name for the metrics and
-// access logs, the 403 of its source ranges, its external authentication,
+// access logs, the 403 of its source ranges, its CORS, its external
+// authentication,
 // the dispatch to the rules,
 // then the route's backendService, or 404 when it has none.
 func writeLocationBody(b *strings.Builder, match string, l location) {
@@ -655,6 +656,8 @@ func writeLocationBody(b *strings.Builder, match string, l location) {
 	// First: "rewrite ... break" ends the rewrite-module directives.
 	fmt.Fprintf(b, "%sset $%s %s;\n", indent, routeVariable, l.route)
 	b.WriteString(l.traffic.sourceCheck)
+	// A preflight is answered before authentication and redirects.
+	b.WriteString(l.traffic.cors)
 	if a := l.traffic.auth; a != nil {
 		b.WriteString(a.lines)
 	}

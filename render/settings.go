@@ -100,6 +100,12 @@ var trafficSettings = []trafficSetting{
 		bound: func(r *v1.Route, _ int) (int, int) { return sourceRangesBound(r) },
 	},
 	{
+		field: "cors",
+		set:   func(r *v1.Route) bool { return r.CORS != nil },
+		write: writeCORS,
+		bound: func(r *v1.Route, _ int) (int, int) { return corsBound(r) },
+	},
+	{
 		field: "basicAuth",
 		set:   func(r *v1.Route) bool { return r.BasicAuth != nil },
 		write: func(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {

@@ -78,6 +78,9 @@ type routeTraffic struct {
 	// auth is the route's external authentication, checked; nil for none
 	// (externalauth.go).
 	auth *authTarget
+	// cors are the location's lines of the route's CORS, "" for none
+	// (cors.go).
+	cors string
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed
@@ -258,7 +261,11 @@ func writeRateLimit(http, loc *strings.Builder, l *v1.RateLimit, id string) {
 // the proxy_set_header lines a location inherits as soon as it has one of
 // its own, so a route that changes request headers repeats these first;
 // the API reserves their names (validation refuses them in requestHeaders).
-var gatewayHeaders = []struct{ name, value, comment string }{
+// sentHeader is a request header the gateway sets: its name, its value (an
+// nginx argument) and the comment written above it.
+type sentHeader struct{ name, value, comment string }
+
+var gatewayHeaders = []sentHeader{
 	{name: "Host", value: "$host"},
 	{name: "X-Real-IP", value: "$remote_addr", comment: `# The client's address as the gateway knows it: the peer, or the
 # address a trusted front proxy reported (set_real_ip_from). What the
@@ -286,7 +293,7 @@ var gatewayHeaders = []struct{ name, value, comment string }{
 // gatewayHeaders a route may still set one, such as X-Forwarded-Prefix
 // for an application mounted under a rewritten path: its line comes after
 // these.
-var clearedHeaders = []struct{ name, value, comment string }{
+var clearedHeaders = []sentHeader{
 	{name: "X-Forwarded-Prefix", value: `""`, comment: `# Forwarding headers the gateway does not set but frameworks believe:
 # a client's are dropped (a route may set them).
 `},
@@ -319,7 +326,7 @@ func writeRequestHeaders(http, loc *strings.Builder, m *v1.HeaderModifier, id st
 		},
 		add: func(i int, name, _ string) {
 			variable := fmt.Sprintf("request_header_%s_%d", id, i)
-			clients := "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_")
+			clients := "$http_" + headerVariable(name)
 			// The value passed nginxArgument, quoted; both forms are too.
 			value := string(m.Add[i].Value)
 			fmt.Fprintf(http, "map %s $%s {\n    \"\" \"%s\";\n    default \"%s, %s\";\n}\n", clients, variable, value, clients, value)

@@ -60,11 +60,5 @@ func TestExternalAuthThroughKubectl(t *testing.T) {
 			want: `spec.routes[0].externalAuth.timeoutSeconds: Invalid value: 60: spec.routes[0].externalAuth.timeoutSeconds in body should be less than or equal to 30`,
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			res := kubectl(ctx, manifest("auth", "refused", tc.spec), "apply", "-f", "-")
-			require.Error(t, res.Err)
-			assert.Contains(t, res.Stderr, tc.want)
-		})
-	}
+	refusedThroughKubectl(t, "auth", tests)
 }

@@ -346,6 +346,13 @@ type Route struct {
 	// +optional
 	Retries *RouteRetries `json:"retries,omitempty"`
 
+	// cors lets the scripts of other sites' pages call the route, as
+	// their browsers ask: the gateway answers their preflights itself
+	// (after sourceRanges, before basicAuth, externalAuth and redirect)
+	// and adds the CORS headers to the route's answers.
+	// +optional
+	CORS *CORS `json:"cors,omitempty"`
+
 	// rateLimit limits the requests of each client address on this route;
 	// past it the gateway answers 429.
 	// +optional

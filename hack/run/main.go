@@ -61,6 +61,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"example.com/apigateway-operator/test/controlplane"
 	nodeimages "example.com/apigateway-operator/test/node"
@@ -312,6 +313,26 @@ func (r *runner) checkTools() error {
 	return nil
 }
 
+// portWait bounds how long a run waits for a port in use: the components
+// of a run that was just killed (kill -9, a crash) die of their
+// parent-death signal, which takes a moment under load, and a run started
+// at once should find their ports free rather than fail.
+const portWait = 15 * time.Second
+
+// listenWhenFree listens on 127.0.0.1:port, trying again for up to
+// portWait while another process still holds it.
+func listenWhenFree(port int) (net.Listener, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(portWait)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func executable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
@@ -324,7 +345,7 @@ func (r *runner) checkPorts() error {
 		if *p.port == 0 {
 			continue
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*p.port)))
+		l, err := listenWhenFree(*p.port)
 		if err != nil {
 			return fmt.Errorf("127.0.0.1:%d is in use; pick another port with %s=... (0 for any free one)", *p.port, p.name)
 		}

@@ -38,7 +38,7 @@ func (r *runner) enterNode() (code int, done bool, err error) {
 	if controlplane.InNodeNamespaces() {
 		return controlplane.EnterNodeNamespaces()
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.apiServerPort)))
+	ln, err := listenWhenFree(r.apiServerPort)
 	if err != nil {
 		return 1, true, fmt.Errorf("127.0.0.1:%d is in use; pick another port with APISERVER_PORT=... (0 for any free one)", r.apiServerPort)
 	}

@@ -1,8 +1,6 @@
 package gatewayapi
 
 import (
-	"encoding/json"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -50,23 +48,16 @@ var toRedirectHost = strings.NewReplacer(dataplane.RedirectHost, redirectHost)
 // trusted proxy (Traefik is the gateway's only peer here, and sets
 // X-Forwarded-Proto from its own listener).
 func redirectsThroughTraefik(t *testing.T) {
-	ports := map[string]int32{}
-	for i, s := range dataplane.RedirectServices {
-		ports[s] = int32(9040 + i)
-		dataplane.StartEchoBackend(t, s, fmt.Sprintf("127.0.0.1:%d", ports[s]))
-	}
+	ports := startEchoBackends(t, 9040, dataplane.RedirectServices...)
 	ns := testenv.NewNamespace(t, env.Client, "redirects")
-	var routes []string
+	var routes []v1.Route
 	for _, r := range dataplane.RedirectRoutes(ports) {
-		if strings.HasPrefix(string(r.Host), "*.") {
-			continue
+		if !strings.HasPrefix(string(r.Host), "*.") {
+			r.Host = v1.Hostname(toRedirectHost.Replace(string(r.Host)))
+			routes = append(routes, r)
 		}
-		r.Host = v1.Hostname(toRedirectHost.Replace(string(r.Host)))
-		flow, err := json.Marshal(r)
-		require.NoError(t, err)
-		routes = append(routes, string(flow))
 	}
-	apply(t, apiGateway(ns, "redirects", listenerHTTP, routes...))
+	apply(t, apiGateway(ns, "redirects", listenerHTTP, flowRoutes(t, routes)...))
 	gw := servedPod(t, ns, "redirects")
 	assertAcceptedByTraefik(t, gw)
 	// Served once Traefik programmed the HTTPRoute (a redirect nginx answers).

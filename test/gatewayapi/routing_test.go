@@ -230,10 +230,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	})
 
 	t.Run("percent-encoded and unusual paths", func(t *testing.T) {
-		backends := []string{"cafe", "docs", "internal", "public", "colon"}
-		for i, name := range backends {
-			dataplane.StartEchoBackend(t, name, fmt.Sprintf("127.0.0.1:%d", 9100+i))
-		}
+		startEchoBackends(t, 9100, "cafe", "docs", "internal", "public", "colon")
 		ns := testenv.NewNamespace(t, env.Client, "encoded")
 		const host = "encoded.example.com"
 		apply(t, apiGateway(ns, "encoded", listenerHTTP,
@@ -368,19 +365,9 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	// but where the table says the HTTPRoute is broader (nginx answers)
 	// or narrower (Traefik answers a request nginx would serve).
 	t.Run("rules: by header, query parameter and method", func(t *testing.T) {
-		ports := map[string]int32{}
-		for i, s := range dataplane.RulesServices {
-			ports[s] = int32(9020 + i)
-			dataplane.StartEchoBackend(t, s, fmt.Sprintf("127.0.0.1:%d", ports[s]))
-		}
+		ports := startEchoBackends(t, 9020, dataplane.RulesServices...)
 		ns := testenv.NewNamespace(t, env.Client, "rules")
-		var routes []string
-		for _, r := range dataplane.RulesRoutes(ports) {
-			flow, err := json.Marshal(r)
-			require.NoError(t, err)
-			routes = append(routes, string(flow))
-		}
-		apply(t, apiGateway(ns, "rules", listenerHTTP, routes...))
+		apply(t, apiGateway(ns, "rules", listenerHTTP, flowRoutes(t, dataplane.RulesRoutes(ports))...))
 		servedPod(t, ns, "rules")
 		for name, tc := range dataplane.RuleRequests() {
 			r := notFound("http", dataplane.RulesHost, tc.Target, byTraefik)
@@ -430,6 +417,28 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	})
 
 	t.Run("redirects", func(t *testing.T) { redirectsThroughTraefik(t) })
+}
+
+// startEchoBackends starts an echo backend for each of services, on
+// 127.0.0.1 at ports from base, and returns each one's port.
+func startEchoBackends(t *testing.T, base int32, services ...string) map[string]int32 {
+	ports := map[string]int32{}
+	for i, s := range services {
+		ports[s] = base + int32(i)
+		dataplane.StartEchoBackend(t, s, fmt.Sprintf("127.0.0.1:%d", ports[s]))
+	}
+	return ports
+}
+
+// flowRoutes are routes as apiGateway's YAML flow mappings (JSON).
+func flowRoutes(t *testing.T, routes []v1.Route) []string {
+	flows := make([]string, len(routes))
+	for i, r := range routes {
+		flow, err := json.Marshal(r)
+		require.NoError(t, err)
+		flows[i] = string(flow)
+	}
+	return flows
 }
 
 func withURI(r request, uri string) request {

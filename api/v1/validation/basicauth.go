@@ -33,19 +33,14 @@ func validateBasicAuth(r *v1.Route) field.ErrorList {
 	if ba == nil {
 		return nil
 	}
-	limits := rules()
 	var errs field.ErrorList
 	if ba.SecretName == "" {
 		errs = append(errs, field.Required(routeBasicAuthSecret, "the name of a Secret in the gateway's namespace whose key auth holds an htpasswd file"))
 	} else {
 		errs = append(errs, validateSecretName(ba.SecretName, routeBasicAuthSecret)...)
 	}
-	switch realm := string(ba.Realm); {
-	case realm == "":
-	case len(realm) > limits.basicAuthRealm.maxLength:
-		errs = append(errs, field.TooLong(routeBasicAuthRealm, "", limits.basicAuthRealm.maxLength))
-	case !limits.basicAuthRealm.pattern.MatchString(realm):
-		errs = append(errs, field.Invalid(routeBasicAuthRealm, realm, basicAuthRealmMessage))
+	if ba.Realm != "" {
+		errs = append(errs, validateString(string(ba.Realm), routeBasicAuthRealm, rules().basicAuthRealm, basicAuthRealmMessage)...)
 	}
 	if AnswersAll(r) {
 		errs = append(errs, field.Invalid(routeBasicAuth, fmt.Sprintf("{secretName: %s}", ba.SecretName), basicAuthRedirectMessage))

@@ -108,12 +108,8 @@ func validateSignInURL(s string, fld *field.Path) field.ErrorList {
 	if s == "" {
 		return nil
 	}
-	rule := rules().signInURL
-	switch {
-	case len(s) > rule.maxLength:
-		return field.ErrorList{field.TooLong(fld, "", rule.maxLength)}
-	case !rule.pattern.MatchString(s):
-		return field.ErrorList{field.Invalid(fld, s, signInURLCharsMessage)}
+	if errs := validateString(s, fld, rules().signInURL, signInURLCharsMessage); len(errs) > 0 {
+		return errs
 	}
 	if !IsSignInURL(s) {
 		return field.ErrorList{field.Invalid(fld, s, signInURLMessage)}

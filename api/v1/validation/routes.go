@@ -92,6 +92,7 @@ func ValidateRoute(r *v1.Route, routes *field.Path, i int) field.ErrorList {
 	errs = append(errs, validateRules(r, routeRules)...)
 	errs = append(errs, validateTraffic(r)...)
 	errs = append(errs, validateRedirect(r)...)
+	errs = append(errs, validateCORS(r)...)
 	if len(errs) > 0 {
 		prefix := routes.Index(i).String() + "."
 		for _, e := range errs {

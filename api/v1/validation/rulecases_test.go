@@ -138,6 +138,7 @@ func ruleCases() map[string]ruleCase {
 	redirectCases(add)
 	externalAuthCases(add)
 	retriesCases(add)
+	corsCases(add)
 	return cases
 }
 

@@ -38,18 +38,19 @@ type stringRule struct {
 // rules read, each named by the field it belongs to.
 type schemaRules struct {
 	replicas, backendPort, weight, connectSeconds, readSeconds, requestsPerSecond, burst intRange
-	redirectPort, authTimeoutSeconds, retryAttempts                                      intRange
+	redirectPort, authTimeoutSeconds, corsMaxAge, retryAttempts                          intRange
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
 	matchName, queryValue, cookieValue                           stringRule
 	cidr, signInURL                                              stringRule
-	basicAuthSecret, basicAuthRealm                              stringRule
+	basicAuthSecret, basicAuthRealm, corsOrigin                  stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
 	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders, retryOn        int
+	corsOrigins, corsMethods, corsAllowHeaders, corsExposeHeaders                    int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	retryConditions                                                    []string
@@ -93,6 +94,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		redirectPort:       c.intRange(route + "redirect.port"),
 		authTimeoutSeconds: c.intRange(route + "externalAuth.timeoutSeconds"),
 		retryAttempts:      c.intRange(route + "retries.attempts"),
+		corsMaxAge:         c.intRange(route + "cors.maxAge"),
 
 		image:            c.stringRule("image", false),
 		host:             c.stringRule(route+"host", false),
@@ -109,6 +111,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		cidr:             c.stringRule(route+"sourceRanges.allow[]", false),
 		basicAuthSecret:  c.stringRule(route+"basicAuth.secretName", false),
 		basicAuthRealm:   c.stringRule(route+"basicAuth.realm", true),
+		corsOrigin:       c.stringRule(route+"cors.allowOrigins[]", true),
 		signInURL:        c.stringRule(route+"externalAuth.signInURL", true),
 
 		routes:              c.maxItems("routes"),
@@ -131,6 +134,10 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		authForwardHeaders:  c.maxItems(route + "externalAuth.forwardHeaders"),
 		authResponseHeaders: c.maxItems(route + "externalAuth.responseHeaders"),
 		retryOn:             c.maxItems(route + "retries.on"),
+		corsOrigins:         c.maxItems(route + "cors.allowOrigins"),
+		corsMethods:         c.maxItems(route + "cors.allowMethods"),
+		corsAllowHeaders:    c.maxItems(route + "cors.allowHeaders"),
+		corsExposeHeaders:   c.maxItems(route + "cors.exposeHeaders"),
 
 		pathTypes:              c.enum(route + "pathType"),
 		configUpdateStrategies: c.enum("configUpdateStrategy"),

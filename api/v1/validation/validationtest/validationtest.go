@@ -86,6 +86,14 @@ func EverySetting(r v1.Route) v1.Route {
 	r.Retries = &v1.RouteRetries{Attempts: 5, On: []v1.RetryCondition{
 		v1.RetryOnConnectError, v1.RetryOnTimeout, v1.RetryOnHTTP502, v1.RetryOnHTTP503, v1.RetryOnHTTP504,
 	}, NonIdempotent: true}
+	// CORS of named origins with credentials, one a suffix: the
+	// larger of its maps.
+	r.CORS = &v1.CORS{
+		AllowOrigins:  []v1.CORSOrigin{"https://app.example.com", "https://*.example.org"},
+		AllowMethods:  []v1.HTTPMethod{"PUT", "DELETE"},
+		AllowHeaders:  []v1.HTTPHeaderName{"Authorization", "X-Team"},
+		ExposeHeaders: []v1.HTTPHeaderName{"X-Request-Id"}, MaxAge: ptr.To[int32](600), AllowCredentials: true,
+	}
 	return r
 }
 

@@ -1,0 +1,130 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	v1 "example.com/apigateway-operator/api/v1"
+)
+
+// A route's CORS (issue 34). Its bounds and the origin's pattern are the
+// v1 schema's (markers in api/v1/cors_types.go, read here from the
+// embedded CRD as rules reads the others); the renderer writes the
+// origins into an nginx map and a regular expression, and the methods
+// and header names into header values, so it calls this check again and
+// parses each origin once more itself (ParseCORSOrigin).
+
+var routeCORS = field.NewPath("cors")
+
+// The schema's messages, said again by the Go rules.
+const (
+	corsCredentialsMessage = "allowCredentials lets the browser send cookies: it needs the origins named, not '*' (any site could read the answers with the user's credentials)"
+	corsAnyAloneMessage    = "'*' allows every origin: list it alone"
+	corsPortMessage        = "the port is from 1 to 65535"
+	corsOriginMessage      = "must be '*', or http:// or https://, a lower-case DNS name optionally starting '*.', and an optional port, such as https://app.example.com or https://*.example.com:8443"
+)
+
+// AnyOrigin is the allowOrigins entry that allows every origin.
+const AnyOrigin = "*"
+
+// DefaultCORSMaxAge is a preflight's Access-Control-Max-Age when a route
+// names none: Gateway API's default.
+const DefaultCORSMaxAge int32 = 5
+
+// CORSMaxAge is c's maxAge, or DefaultCORSMaxAge.
+func CORSMaxAge(c *v1.CORS) int32 { return ptr.Deref(c.MaxAge, DefaultCORSMaxAge) }
+
+// CORSOrigin is an allowed origin, parsed: a scheme, a DNS name (the
+// part after "*." for a suffix), whether it is a suffix, and a port ("" for
+// none). Any is set for "*", with the others empty.
+type CORSOrigin struct {
+	Any          bool
+	Scheme, Host string
+	Suffix       bool
+	Port         string
+}
+
+// originParts is the schema's pattern, its parts captured.
+var originParts = regexp.MustCompile(`^(https?)://(\*\.)?([-a-z0-9.]+?)(?::([0-9]{1,5}))?$`)
+
+// ParseCORSOrigin parses o as the schema's pattern and CEL rule allow it:
+// "*", or http or https, "://", a DNS name, optionally after "*.", and a
+// port from 1 to 65535 without leading zero. ok is false for anything
+// else: the renderer writes only what this accepts.
+func ParseCORSOrigin(o string) (CORSOrigin, bool) {
+	if o == AnyOrigin {
+		return CORSOrigin{Any: true}, true
+	}
+	if len(o) > rules().corsOrigin.maxLength {
+		return CORSOrigin{}, false
+	}
+	m := originParts.FindStringSubmatch(o)
+	if m == nil || !IsDNSName(m[3]) || !strings.Contains(m[3], ".") {
+		return CORSOrigin{}, false
+	}
+	if p := m[4]; p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 || p[0] == '0' {
+			return CORSOrigin{}, false
+		}
+	}
+	return CORSOrigin{Scheme: m[1], Host: m[3], Suffix: m[2] != "", Port: m[4]}, true
+}
+
+// validateCORS checks r's CORS, at the fields the schema's rules name.
+func validateCORS(r *v1.Route) field.ErrorList {
+	c := r.CORS
+	if c == nil {
+		return nil
+	}
+	limits := rules()
+	origin := func(o v1.CORSOrigin) string { return string(o) }
+	errs := field.ErrorList{}
+	origins := routeCORS.Child("allowOrigins")
+	if len(c.AllowOrigins) == 0 {
+		errs = append(errs, field.Required(origins, "the origins allowed, such as https://app.example.com"))
+	}
+	errs = append(errs, eachCondition(c.AllowOrigins, origins, limits.corsOrigins, origin, validateCORSOrigin)...)
+	if slices.Contains(c.AllowOrigins, AnyOrigin) && len(c.AllowOrigins) > 1 {
+		errs = append(errs, field.Invalid(origins, c.AllowOrigins, corsAnyAloneMessage))
+	}
+	if c.AllowCredentials && slices.Contains(c.AllowOrigins, AnyOrigin) {
+		errs = append(errs, field.Invalid(routeCORS.Child("allowCredentials"), true, corsCredentialsMessage))
+	}
+	method := func(m v1.HTTPMethod) string { return string(m) }
+	errs = append(errs, eachCondition(c.AllowMethods, routeCORS.Child("allowMethods"), limits.corsMethods, method, validateCORSMethod)...)
+	name := func(n v1.HTTPHeaderName) string { return string(n) }
+	check := func(n v1.HTTPHeaderName, f *field.Path) field.ErrorList { return validateHeaderName(string(n), f) }
+	errs = append(errs, eachCondition(c.AllowHeaders, routeCORS.Child("allowHeaders"), limits.corsAllowHeaders, name, check)...)
+	errs = append(errs, eachCondition(c.ExposeHeaders, routeCORS.Child("exposeHeaders"), limits.corsExposeHeaders, name, check)...)
+	if c.MaxAge != nil && !limits.corsMaxAge.holds(int64(*c.MaxAge)) {
+		errs = append(errs, field.Invalid(routeCORS.Child("maxAge"), *c.MaxAge, fmt.Sprintf("must be from %d to %d seconds", limits.corsMaxAge.min, limits.corsMaxAge.max)))
+	}
+	return errs.WithOrigin(RuleCORS)
+}
+
+func validateCORSOrigin(o v1.CORSOrigin, fld *field.Path) field.ErrorList {
+	if o == "" {
+		return field.ErrorList{field.Required(fld, corsOriginMessage)}
+	}
+	if errs := validateString(string(o), fld, rules().corsOrigin, corsOriginMessage); len(errs) > 0 {
+		return errs
+	}
+	if _, ok := ParseCORSOrigin(string(o)); !ok {
+		return field.ErrorList{field.Invalid(fld, o, corsPortMessage)}
+	}
+	return nil
+}
+
+func validateCORSMethod(m v1.HTTPMethod, fld *field.Path) field.ErrorList {
+	if methods := rules().methods; !slices.Contains(methods, string(m)) {
+		return field.ErrorList{field.NotSupported(fld, m, methods)}
+	}
+	return nil
+}

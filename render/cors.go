@@ -1,0 +1,227 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "example.com/apigateway-operator/api/v1"
+	"example.com/apigateway-operator/api/v1/validation"
+)
+
+// A route's CORS (routes[].cors) with stock nginx, in each of the route's
+// locations, right after the source ranges' 403:
+//
+//   - an http-level map turns the request's Origin into the
+//     Access-Control-Allow-Origin to answer: the configured origin for an
+//     exact one (a map string, which nginx compares ignoring case), the
+//     request's Origin for one an anchored regular expression of a
+//     "*." suffix matches (only DNS labels before the suffix, so the
+//     echoed value holds only [-a-z0-9.:/]), "*" for any origin, and ""
+//     for the others, which then get no CORS header at all (add_header
+//     writes nothing for an empty value);
+//   - a second map tells a preflight (OPTIONS, an allowed Origin and an
+//     Access-Control-Request-Method) from the rest: the location answers
+//     it 204 itself, with the preflight's headers, before basicAuth and
+//     externalAuth (nginx's access phase comes after the rewrite phase's
+//     return; a preflight carries no credentials, as ingress-nginx
+//     answers it too), before a redirect and the rules' hand-over, and
+//     without the backend;
+//   - the other answers to an allowed origin, the backend's and the
+//     gateway's own (401, 403, 429, 502, a redirect: "always"), get
+//     Access-Control-Allow-Origin, -Credentials and -Expose-Headers; the
+//     backend's own Access-Control-* headers are hidden, so the route's
+//     cors is the one answer a browser sees.
+//
+// A preflight from an origin that is not allowed reaches the backend like
+// any OPTIONS request (Gateway API lets the gateway answer it or not);
+// its answer carries no Access-Control-* header, so the browser stops.
+//
+// Every origin is parsed again here (validation.ParseCORSOrigin): a
+// scheme, a DNS name and a port, none of which holds a quote, '\', '$',
+// ';', '{', space or regular-expression metacharacter but '.', which the
+// expression escapes. Methods and header names are checked once more
+// (corsToken) before they are written into header values.
+
+// corsBackendHeaders are the backend's headers that the gateway's CORS
+// replaces.
+var corsBackendHeaders = []string{
+	"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods",
+	"Access-Control-Allow-Headers", "Access-Control-Expose-Headers", "Access-Control-Max-Age",
+}
+
+// writeCORS checks r's CORS once more, writes its maps (into w.http) and
+// sets w.t.cors, the lines of each of its locations.
+func writeCORS(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
+	c := r.CORS
+	if c == nil {
+		return nil
+	}
+	origins, errs := checkCORS(c, fld)
+	if len(errs) > 0 {
+		return errs
+	}
+	maps, lines := corsBlocks(c, origins, w.id)
+	w.http.WriteString(maps)
+	w.t.cors = lines
+	return nil
+}
+
+// checkCORS is the renderer's own look at what a CORS writes: origins
+// that parse, and methods and header names that are tokens.
+func checkCORS(c *v1.CORS, fld *field.Path) ([]validation.CORSOrigin, field.ErrorList) {
+	var errs field.ErrorList
+	origins := make([]validation.CORSOrigin, 0, len(c.AllowOrigins))
+	for i, o := range c.AllowOrigins {
+		p, ok := validation.ParseCORSOrigin(string(o))
+		if !ok {
+			errs = append(errs, field.Invalid(fld.Child("allowOrigins").Index(i), o, "the renderer writes only '*' or scheme://DNS name[:port]"))
+			continue
+		}
+		origins = append(origins, p)
+	}
+	if len(origins) == 0 && len(errs) == 0 {
+		errs = append(errs, field.Required(fld.Child("allowOrigins"), "the renderer writes only CORS with origins"))
+	}
+	for i, m := range c.AllowMethods {
+		if !corsToken(string(m)) {
+			errs = append(errs, field.Invalid(fld.Child("allowMethods").Index(i), m, "the renderer writes only a method of capital letters"))
+		}
+	}
+	lists := []struct {
+		name  string
+		names []v1.HTTPHeaderName
+	}{{"allowHeaders", c.AllowHeaders}, {"exposeHeaders", c.ExposeHeaders}}
+	for _, l := range lists {
+		for i, n := range l.names {
+			if _, err := headerName(string(n), fld.Child(l.name).Index(i)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if a := validation.CORSMaxAge(c); a < 1 || a > 86400 {
+		errs = append(errs, field.Invalid(fld.Child("maxAge"), a, "the renderer writes only 1 to 86400 seconds"))
+	}
+	return origins, errs.WithOrigin(validation.RuleCORS)
+}
+
+// corsToken reports whether m is a method the renderer writes: capital
+// letters only.
+func corsToken(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := range len(m) {
+		if m[i] < 'A' || m[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// corsVariables names the variables of the route with id: the origin to
+// answer, the preflight's flag, and the credentials' and exposed headers'
+// values for an allowed origin.
+func corsVariables(id string) (origin, preflight, credentials, expose string) {
+	return "gateway_cors_origin_" + id, "gateway_cors_preflight_" + id, "gateway_cors_credentials_" + id, "gateway_cors_expose_" + id
+}
+
+// corsBlocks are the http-level maps and the location lines of a CORS
+// with origins, for the route with id.
+func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin, id string) (maps, lines string) {
+	origin, preflight, credentials, expose := corsVariables(id)
+	var m strings.Builder
+	m.WriteString("# routes[].cors: the Access-Control-Allow-Origin for the request's Origin.\n")
+	fmt.Fprintf(&m, "map $http_origin $%s {\n", origin)
+	anyOrigin := len(origins) == 1 && origins[0].Any
+	if anyOrigin {
+		m.WriteString("    default \"*\";\n    \"\" \"\";\n}\n")
+	} else {
+		m.WriteString("    default \"\";\n")
+		for _, o := range origins {
+			fmt.Fprintf(&m, "    %s;\n", corsOriginEntry(o))
+		}
+		m.WriteString("}\n")
+	}
+	// The origin's value holds no space: "*", an origin as configured, or
+	// one the anchored expression matched.
+	fmt.Fprintf(&m, "map \"$request_method $%s $http_access_control_request_method\" $%s {\n    default \"\";\n    \"~^OPTIONS [^ ]+ .\" 1;\n}\n", origin, preflight)
+	if c.AllowCredentials {
+		fmt.Fprintf(&m, "map $%s $%s {\n    \"\" \"\";\n    default \"true\";\n}\n", origin, credentials)
+	}
+	if len(c.ExposeHeaders) > 0 {
+		fmt.Fprintf(&m, "map $%s $%s {\n    \"\" \"\";\n    default \"%s\";\n}\n", origin, expose, joinNames(c.ExposeHeaders))
+	}
+
+	var l strings.Builder
+	for _, h := range corsBackendHeaders {
+		fmt.Fprintf(&l, "%sproxy_hide_header %s;\n", indent, h)
+	}
+	// The headers of every answer to an allowed origin.
+	answer := func(b *strings.Builder, in string) {
+		fmt.Fprintf(b, "%s%sadd_header Access-Control-Allow-Origin $%s always;\n", in, indent, origin)
+		if c.AllowCredentials {
+			fmt.Fprintf(b, "%s%sadd_header Access-Control-Allow-Credentials $%s always;\n", in, indent, credentials)
+		}
+		if !anyOrigin {
+			// Caches keep one answer per Origin.
+			fmt.Fprintf(b, "%s%sadd_header Vary Origin always;\n", in, indent)
+		}
+	}
+	answer(&l, "")
+	if len(c.ExposeHeaders) > 0 {
+		fmt.Fprintf(&l, "%sadd_header Access-Control-Expose-Headers $%s always;\n", indent, expose)
+	}
+	// A preflight: the if's own add_header lines replace the location's,
+	// so the answer's are repeated.
+	fmt.Fprintf(&l, "%sif ($%s) {\n", indent, preflight)
+	answer(&l, "    ")
+	if len(c.AllowMethods) > 0 {
+		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods \"%s\" always;\n", indent, joinNames(c.AllowMethods))
+	}
+	if len(c.AllowHeaders) > 0 {
+		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Headers \"%s\" always;\n", indent, joinNames(c.AllowHeaders))
+	}
+	fmt.Fprintf(&l, "    %sadd_header Access-Control-Max-Age %d always;\n", indent, validation.CORSMaxAge(c))
+	fmt.Fprintf(&l, "    %sreturn 204;\n%s}\n", indent, indent)
+	return m.String(), l.String()
+}
+
+// corsOriginEntry is the map entry of an allowed origin o (not "*"): an
+// exact string, answered as configured, or an anchored expression of its
+// suffix, answered with the request's Origin.
+func corsOriginEntry(o validation.CORSOrigin) string {
+	port := ""
+	if o.Port != "" {
+		port = ":" + o.Port
+	}
+	if !o.Suffix {
+		s := o.Scheme + "://" + o.Host + port
+		return fmt.Sprintf("\"%s\" \"%s\"", s, s)
+	}
+	return fmt.Sprintf("\"~^%s://(?:[a-z0-9-]+\\.)+%s%s$\" \"$http_origin\"", o.Scheme, regexp.QuoteMeta(o.Host), port)
+}
+
+// joinNames is names as one header value, comma-separated.
+func joinNames[S ~string](names []S) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// corsBound bounds what r's CORS writes: its lines in each location and
+// its maps, measured as writeCORS writes them.
+func corsBound(r *v1.Route) (perLocation, http int) {
+	if r.CORS == nil {
+		return 0, 0
+	}
+	w := &trafficWriter{t: &routeTraffic{}, id: routeID("")}
+	if errs := writeCORS(w, r, field.NewPath("cors")); len(errs) > 0 {
+		return 0, 0
+	}
+	return len(w.t.cors), w.http.Len()
+}
