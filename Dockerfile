@@ -20,6 +20,7 @@ COPY basicauth/ basicauth/
 COPY certs/ certs/
 COPY cmd/ cmd/
 COPY controller/ controller/
+COPY endpoints/ endpoints/
 COPY conversion/ conversion/
 COPY inflight/ inflight/
 COPY inspect/ inspect/
