@@ -20,8 +20,8 @@ COPY basicauth/ basicauth/
 COPY certs/ certs/
 COPY cmd/ cmd/
 COPY controller/ controller/
-COPY endpoints/ endpoints/
 COPY conversion/ conversion/
+COPY endpoints/ endpoints/
 COPY inflight/ inflight/
 COPY inspect/ inspect/
 COPY lease/ lease/

@@ -3,14 +3,19 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -83,4 +88,83 @@ func TestBackendServicesArePooled(t *testing.T) {
 	config = configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "the deleted Service by name again")
 	assert.NotContains(t, config, api.Spec.ClusterIP)
 	assert.Contains(t, config, byName("peers", 9000), "a headless Service is resolved by name (its pods' addresses)")
+}
+
+// TestEndpointsFollowSlices: a route with retries is proxied to its
+// Service's ready endpoints as the EndpointSlices say, and follows them;
+// a Service whose slices have no ready endpoint answers 503, on any
+// route, until one is ready. (envtest runs no EndpointSlice controller:
+// the test writes the slices as it would.)
+func TestEndpointsFollowSlices(t *testing.T) {
+	startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "endpoints")
+	retried := route("shop.example.com", "/api", v1.PathTypePrefix, "web", 80)
+	retried.Retries = &v1.RouteRetries{Attempts: 2}
+	gw := gateway("shop", retried, route("shop.example.com", "/plain", v1.PathTypePrefix, "plain", 80))
+	gw.Namespace = ns
+	for _, name := range []string{"web", "plain"} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
+		}))
+	}
+	gw = createGateway(t, gw)
+	configWith := func(t *testing.T, want func(config string) bool, what string) string {
+		t.Helper()
+		var config string
+		require.Eventually(t, func() bool {
+			_, ch := settled(t, gw)
+			config = ch.cm.Data[configKey]
+			return want(config)
+		}, waitFor, tick, "%s:\n%s", what, config)
+		return config
+	}
+	has := func(lines ...string) func(string) bool {
+		return func(c string) bool {
+			for _, l := range lines {
+				if !strings.Contains(c, l) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	config := configWith(t, has("proxy_next_upstream_tries 3;"), "the route's retries")
+	assert.NotContains(t, config, "upstream retry_", "no slices yet: the ClusterIP")
+
+	web := endpointSliceOf(ns, "web", map[string]bool{"10.0.0.1": true, "10.0.0.2": true})
+	require.NoError(t, env.Client.Create(ctx, web))
+	config = configWith(t, has("upstream retry_", "server 10.0.0.1:8080;", "server 10.0.0.2:8080;"), "the slice's endpoints")
+	assert.NotContains(t, config, "return 503;")
+
+	web.Endpoints = endpointSliceOf(ns, "web", map[string]bool{"10.0.0.1": false, "10.0.0.2": true, "10.0.0.3": true}).Endpoints
+	require.NoError(t, env.Client.Update(ctx, web))
+	config = configWith(t, has("server 10.0.0.3:8080;"), "a new endpoint")
+	assert.NotContains(t, config, "server 10.0.0.1:8080;", "an endpoint no longer ready")
+
+	plain := endpointSliceOf(ns, "plain", map[string]bool{"10.0.1.1": false})
+	require.NoError(t, env.Client.Create(ctx, plain))
+	config = configWith(t, has("return 503;"), "a Service without a ready endpoint: 503")
+	assert.NotContains(t, config, "10.0.1.1", "a route without retries writes no endpoint")
+
+	plain.Endpoints = endpointSliceOf(ns, "plain", map[string]bool{"10.0.1.1": true}).Endpoints
+	require.NoError(t, env.Client.Update(ctx, plain))
+	config = configWith(t, func(c string) bool { return !strings.Contains(c, "return 503;") }, "ready again: no 503")
+	assert.NotContains(t, config, "10.0.1.1")
+}
+
+// endpointSliceOf is an EndpointSlice of Service svc, as the EndpointSlice
+// controller writes one: port http, 8080, each address ready or not.
+func endpointSliceOf(ns, svc string, ready map[string]bool) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: svc + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+	}
+	for _, a := range slices.Sorted(maps.Keys(ready)) {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready[a])}})
+	}
+	return es
 }
