@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"context"
+	"hash/maphash"
 	"maps"
 	"net/netip"
 	"slices"
@@ -60,6 +61,13 @@ type Cache struct {
 	services map[ServiceKey]*service
 	// fetching counts the fetches in flight per namespace (knownObjects).
 	fetching map[string]int
+	// dropped holds a hash of each Service whose slices the cache has
+	// dropped (unreferenced): only such a Service needs a fetch when it
+	// becomes referenced; the slices of any other arrive by events. A
+	// hash, 16 bytes a Service, as most of a cluster's Services are no
+	// gateway's backend; a collision costs one needless fetch.
+	dropped map[uint64]struct{}
+	seed    maphash.Seed
 	// watchers are told of each change (Watch).
 	watchers []func(ServiceKey, Change)
 
@@ -99,6 +107,8 @@ func New(client discoveryclient.EndpointSlicesGetter, namespaces []string, refer
 		slices:   map[string]*Slice{},
 		services: map[ServiceKey]*service{},
 		fetching: map[string]int{},
+		dropped:  map[uint64]struct{}{},
+		seed:     maphash.MakeSeed(),
 	}
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -162,6 +172,12 @@ func (c *Cache) fetch(k ServiceKey) bool {
 	c.mu.Lock()
 	s := c.services[k]
 	if s == nil {
+		if _, dropped := c.dropped[c.hash(k)]; !dropped {
+			// No slice of it was ever dropped: it has none yet (or
+			// none since the cache started), and events bring them.
+			c.mu.Unlock()
+			return true
+		}
 		s = &service{slices: map[string]*Slice{}}
 		c.services[k] = s
 	}
@@ -205,7 +221,18 @@ func (c *Cache) fetch(k ServiceKey) bool {
 		}
 	}
 	s.known = true
+	delete(c.dropped, c.hash(k))
 	return true
+}
+
+// hash is k's key in dropped.
+func (c *Cache) hash(k ServiceKey) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(k.Namespace)
+	h.WriteByte('/')
+	h.WriteString(k.Name)
+	return h.Sum64()
 }
 
 // process is the DeltaFIFO's consumer: the newest state of a slice is
@@ -292,16 +319,18 @@ func (c *Cache) apply(id string, sl *Slice, obj any, referenced, initial bool) {
 	s := c.services[k]
 	switch {
 	case referenced && s == nil:
-		// The initial list holds every slice: a Service first seen
-		// after it may have had slices dropped before it was
-		// referenced, which a fetch reads.
-		s = &service{slices: map[string]*Slice{}, known: initial}
+		// The initial list holds every slice; after it, a Service
+		// whose slices were dropped before it was referenced needs a
+		// fetch.
+		_, dropped := c.dropped[c.hash(k)]
+		s = &service{slices: map[string]*Slice{}, known: initial || !dropped}
 		c.services[k] = s
 	case !referenced && s != nil:
 		// A reference later reads them all again.
 		c.drop(k, s)
 		return
 	case !referenced:
+		c.dropped[c.hash(k)] = struct{}{}
 		return
 	}
 	s.slices[id], c.slices[id] = sl, sl
@@ -309,6 +338,7 @@ func (c *Cache) apply(id string, sl *Slice, obj any, referenced, initial bool) {
 
 // drop forgets Service k. The caller holds mu.
 func (c *Cache) drop(k ServiceKey, s *service) {
+	c.dropped[c.hash(k)] = struct{}{}
 	delete(c.services, k)
 	for id := range s.slices {
 		delete(c.slices, id)

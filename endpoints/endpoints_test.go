@@ -154,8 +154,11 @@ func TestOnlyReferenced(t *testing.T) {
 	c.Sweep()
 	assert.Equal(t, 1, c.Len(), "swept once no gateway routes to it")
 
+	lists := 0
+	c.list = func(context.Context, ServiceKey) ([]*Slice, error) { lists++; return nil, nil }
 	_, ok = c.Ready(ServiceKey{"shop", "external"}, "http")
 	assert.False(t, ok, "a Service without slices (ExternalName, no selector): not known")
+	assert.Zero(t, lists, "and not listed: none of its slices was dropped")
 }
 
 // TestChanges: what each event tells the watchers.
@@ -189,7 +192,11 @@ func TestFetchRaces(t *testing.T) {
 	api := ServiceKey{"shop", "api"}
 	old1 := endpointSlice("shop", "api-1", "api", []string{"10.0.0.1"})
 	old2 := endpointSlice("shop", "api-2", "api", []string{"10.0.0.2"})
-	c, _ := cacheOf(map[ServiceKey]bool{api: true}, nil)
+	referenced := map[ServiceKey]bool{}
+	c, _ := cacheOf(referenced, nil)
+	require.NoError(t, c.process(deltas(toolscache.Replaced, old1), true))
+	require.Zero(t, c.Len(), "dropped: no gateway routes to it yet")
+	referenced[api] = true
 	v := view{c: c, namespace: "shop"}
 	c.list = func(context.Context, ServiceKey) ([]*Slice, error) {
 		_, known, _ := v.GetByKey("shop/api-2")
