@@ -287,3 +287,40 @@ func FuzzRenderRetries(f *testing.F) {
 		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
 	})
 }
+
+// TestEndpointChurn: what a backend's rollout changes of a gateway's
+// configuration, which the controller's endpoint events rely on
+// (endpoints.Change) to bound reloads: a new set of ready endpoints only
+// for a route with retries; for any route, only the Service losing its
+// last or gaining its first ready endpoint. The sequence is a rolling
+// restart of 3 replicas (maxSurge 1, maxUnavailable 0) as the Service's
+// ready endpoints see it.
+func TestEndpointChurn(t *testing.T) {
+	rollout := [][]string{
+		{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"},
+		{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"}, // a new pod ready
+		{"10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"},                  // an old one terminating
+		{"10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080", "10.0.0.5:8080"},
+		{"10.0.0.3:8080", "10.0.0.4:8080", "10.0.0.5:8080"},
+		{"10.0.0.3:8080", "10.0.0.4:8080", "10.0.0.5:8080", "10.0.0.6:8080"},
+		{"10.0.0.4:8080", "10.0.0.5:8080", "10.0.0.6:8080"},
+	}
+	configs := func(r v1.Route, states [][]string) int {
+		distinct := map[string]bool{}
+		for _, eps := range states {
+			config, err := Config(gateway("gw", r), Options{
+				ServiceAddresses: addresses(map[string]string{"web": "10.96.0.1"}),
+				ServiceEndpoints: endpoints(map[string][]string{"web": eps}),
+			})
+			require.NoError(t, err)
+			distinct[config] = true
+		}
+		return len(distinct)
+	}
+	plain := route("api.example.com", "/", v1.PathTypePrefix, "web", 80)
+	retried := plain
+	retried.Retries = &v1.RouteRetries{Attempts: 1}
+	assert.Equal(t, 1, configs(plain, rollout), "without retries a rollout changes nothing")
+	assert.Equal(t, len(rollout), configs(retried, rollout), "with retries each new endpoint set is a configuration")
+	assert.Equal(t, 2, configs(plain, [][]string{rollout[0], {}, rollout[1]}), "without retries: the last endpoint gone, and back")
+}
