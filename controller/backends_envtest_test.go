@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "example.com/apigateway-operator/api/v1"
 )
@@ -167,4 +169,100 @@ func endpointSliceOf(ns, svc string, ready map[string]bool) *discoveryv1.Endpoin
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready[a])}})
 	}
 	return es
+}
+
+// TestRolloutReloads: what a rolling restart of a 3-replica backend costs
+// the gateways that route to it, counted as changes of their
+// configuration (each one a push and an nginx reload): one per new set of
+// ready endpoints for a gateway whose route retries, none for one whose
+// route does not. Each step waits for the retried gateway to follow, as a
+// rollout's pods take seconds to become ready; back-to-back steps would
+// be collapsed into fewer.
+func TestRolloutReloads(t *testing.T) {
+	op := startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "rollout")
+	require.NoError(t, env.Client.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}))
+	pods := func(ready ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, a := range ready {
+			m[a] = true
+		}
+		return m
+	}
+	rollout := []map[string]bool{
+		pods("10.0.0.1", "10.0.0.2", "10.0.0.3"),
+		{"10.0.0.1": true, "10.0.0.2": true, "10.0.0.3": true, "10.0.0.4": false}, // surge pod starting
+		pods("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"),
+		{"10.0.0.1": false, "10.0.0.2": true, "10.0.0.3": true, "10.0.0.4": true}, // old pod terminating
+		pods("10.0.0.2", "10.0.0.3", "10.0.0.4"),
+		{"10.0.0.2": true, "10.0.0.3": true, "10.0.0.4": true, "10.0.0.5": false},
+		pods("10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"),
+		{"10.0.0.2": false, "10.0.0.3": true, "10.0.0.4": true, "10.0.0.5": true},
+		pods("10.0.0.3", "10.0.0.4", "10.0.0.5"),
+		{"10.0.0.3": true, "10.0.0.4": true, "10.0.0.5": true, "10.0.0.6": false},
+		pods("10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"),
+		{"10.0.0.3": false, "10.0.0.4": true, "10.0.0.5": true, "10.0.0.6": true},
+		pods("10.0.0.4", "10.0.0.5", "10.0.0.6"),
+	}
+	slice := endpointSliceOf(ns, "web", rollout[0])
+	require.NoError(t, env.Client.Create(ctx, slice))
+	retried := route("shop.example.com", "/", v1.PathTypePrefix, "web", 80)
+	retried.Retries = &v1.RouteRetries{Attempts: 2}
+	gws := map[string]*v1.APIGateway{
+		"retried": gateway("retried", retried),
+		"plain":   gateway("plain", route("plain.example.com", "/", v1.PathTypePrefix, "web", 80)),
+	}
+	for name, gw := range gws {
+		gw.Namespace = ns
+		gws[name] = createGateway(t, gw)
+	}
+	serves := func(state map[string]bool) func(string) bool {
+		return func(c string) bool {
+			for a, ready := range state {
+				if strings.Contains(c, "server "+a+":8080;") != ready {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	configOf := func(gw *v1.APIGateway) string { _, ch := settled(t, gw); return ch.cm.Data[configKey] }
+	require.Eventually(t, func() bool { return serves(rollout[0])(configOf(gws["retried"])) }, waitFor, tick)
+	before := map[string]string{"retried": configOf(gws["retried"]), "plain": configOf(gws["plain"])}
+	reconciles := op.reconcileCount(ns + "/plain")
+
+	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	require.NoError(t, err)
+	watcher, err := w.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	defer watcher.Stop()
+	changes := map[string]int{}
+	last := map[string]string{gws["retried"].Name + "-config": before["retried"], gws["plain"].Name + "-config": before["plain"]}
+	count := func(until func() bool) {
+		for !until() {
+			select {
+			case ev := <-watcher.ResultChan():
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Data[configKey] != last[cm.Name] {
+					last[cm.Name] = cm.Data[configKey]
+					changes[cm.Name]++
+				}
+			case <-time.After(waitFor):
+				t.Fatal("no ConfigMap event in time")
+			}
+		}
+	}
+	for _, state := range rollout[1:] {
+		slice.Endpoints = endpointSliceOf(ns, "web", state).Endpoints
+		require.NoError(t, env.Client.Update(ctx, slice))
+		count(func() bool { return serves(state)(last[gws["retried"].Name+"-config"]) })
+	}
+	assert.Equal(t, 6, changes["retried-config"], "one per new ready set: a pod ready, a pod terminating, three times")
+	assert.Zero(t, changes["plain-config"], "a route without retries: no reload")
+	assert.Equal(t, before["plain"], configOf(gws["plain"]))
+	t.Logf("a rolling restart of 3 replicas (%d EndpointSlice updates): %d configurations for the gateway whose route retries, %d for the other; the other reconciled %d times",
+		len(rollout)-1, changes["retried-config"], changes["plain-config"], op.reconcileCount(ns+"/plain")-reconciles)
 }

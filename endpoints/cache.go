@@ -263,7 +263,7 @@ func (c *Cache) process(obj any, initial bool) error {
 	c.apply(id, sl, d.Object, referenced, initial)
 	changes := map[ServiceKey]Change{}
 	for k, b := range before {
-		if s := c.services[k]; s != nil {
+		if s := c.services[k]; s != nil && s.known && !initial {
 			if ch := changeOf(b, summarize(s)); ch != 0 {
 				changes[k] = ch
 			}
@@ -279,12 +279,16 @@ func (c *Cache) process(obj any, initial bool) error {
 	return nil
 }
 
-// summaries are the summaries of the known Services whose slice id was
-// or becomes sl, before the change. The caller holds mu.
+// summaries are the summaries of the Services whose slice id was or
+// becomes sl, before the change, as a render read them: a Service the
+// cache holds nothing of has no slices. The caller holds mu.
 func (c *Cache) summaries(id string, sl *Slice) map[ServiceKey]summary {
 	out := map[ServiceKey]summary{}
 	add := func(k ServiceKey) {
-		if s := c.services[k]; s != nil && s.known {
+		switch s := c.services[k]; {
+		case s == nil:
+			out[k] = summary{}
+		case s.known:
 			out[k] = summarize(s)
 		}
 	}

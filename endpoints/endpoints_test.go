@@ -164,7 +164,7 @@ func TestOnlyReferenced(t *testing.T) {
 // TestChanges: what each event tells the watchers.
 func TestChanges(t *testing.T) {
 	api := ServiceKey{"shop", "api"}
-	c, heard := cacheOf(map[ServiceKey]bool{api: true}, nil)
+	c, heard := cacheOf(map[ServiceKey]bool{api: true, {"shop", "web"}: true}, nil)
 	step := func(typ toolscache.DeltaType, es *discoveryv1.EndpointSlice) []string {
 		*heard = nil
 		require.NoError(t, c.process(deltas(typ, es), false))
@@ -180,7 +180,11 @@ func TestChanges(t *testing.T) {
 	assert.Equal(t, []string{"shop/api 2"}, step(toolscache.Updated, none), "the last ready endpoint gone: Readiness")
 	assert.Equal(t, []string{"shop/api 2"}, step(toolscache.Updated, two), "ready again: Readiness")
 	assert.Empty(t, step(toolscache.Added, endpointSlice("shop", "other-1", "other", []string{"10.0.0.7"})), "an unreferenced Service: nothing")
+	assert.Equal(t, []string{"shop/web 2"}, step(toolscache.Added, endpointSlice("shop", "web-1", "web", []string{"10.0.0.8"})),
+		"the first slice of a referenced Service the cache held nothing of: Readiness")
 	assert.Equal(t, []string{"shop/api 2"}, step(toolscache.Deleted, two), "its only slice deleted: Readiness")
+	assert.Equal(t, []string{"shop/api 2"}, step(toolscache.Added, two), "a first slice after the initial list: Readiness")
+	assert.Equal(t, []string{"shop/api 2"}, step(toolscache.Deleted, two), "deleted again")
 	got, ok := c.Ready(api, "http")
 	assert.False(t, ok, "no slices: not known")
 	assert.Empty(t, got)
