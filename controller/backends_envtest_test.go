@@ -39,17 +39,7 @@ func TestBackendServicesArePooled(t *testing.T) {
 	byName := func(svc string, port int) string {
 		return fmt.Sprintf(`set $backend "%s.%s.svc.cluster.local:%d";`, svc, ns, port)
 	}
-	configWith := func(t *testing.T, want func(config string) bool, what string) string {
-		t.Helper()
-		var config string
-		require.Eventually(t, func() bool {
-			_, ch := settled(t, gw)
-			config = ch.cm.Data[configKey]
-			return want(config)
-		}, waitFor, tick, "%s:\n%s", what, config)
-		return config
-	}
-	config := configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "no Service yet: by name")
+	config := configWith(t, gw, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "no Service yet: by name")
 	assert.NotContains(t, config, "upstream ")
 
 	// A Service without the route's port: its ClusterIP would refuse the
@@ -68,7 +58,7 @@ func TestBackendServicesArePooled(t *testing.T) {
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 7000}}},
 	}
 	require.NoError(t, env.Client.Create(ctx, probe))
-	config = configWith(t, func(c string) bool {
+	config = configWith(t, gw, func(c string) bool {
 		return strings.Contains(c, "server "+net.JoinHostPort(probe.Spec.ClusterIP, "7000")+";")
 	}, "the Service created next pooled")
 	assert.Contains(t, config, byName("api", 8080), "no such port: by name")
@@ -76,7 +66,7 @@ func TestBackendServicesArePooled(t *testing.T) {
 	api.Spec.Ports = append(api.Spec.Ports, corev1.ServicePort{Name: "api", Port: 8080})
 	require.NoError(t, env.Client.Update(ctx, api))
 	server := "server " + net.JoinHostPort(api.Spec.ClusterIP, "8080") + ";"
-	config = configWith(t, func(c string) bool { return strings.Contains(c, server) }, "the Service's ClusterIP pooled")
+	config = configWith(t, gw, func(c string) bool { return strings.Contains(c, server) }, "the Service's ClusterIP pooled")
 	assert.NotContains(t, config, byName("api", 8080))
 	assert.Contains(t, config, "keepalive 32;")
 	assert.Contains(t, config, byName("peers", 9000), "a Service that does not exist is still resolved by name")
@@ -87,7 +77,7 @@ func TestBackendServicesArePooled(t *testing.T) {
 	}
 	require.NoError(t, env.Client.Create(ctx, headless))
 	require.NoError(t, env.Client.Delete(ctx, api))
-	config = configWith(t, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "the deleted Service by name again")
+	config = configWith(t, gw, func(c string) bool { return strings.Contains(c, byName("api", 8080)) }, "the deleted Service by name again")
 	assert.NotContains(t, config, api.Spec.ClusterIP)
 	assert.Contains(t, config, byName("peers", 9000), "a headless Service is resolved by name (its pods' addresses)")
 }
@@ -113,16 +103,6 @@ func TestEndpointsFollowSlices(t *testing.T) {
 		}))
 	}
 	gw = createGateway(t, gw)
-	configWith := func(t *testing.T, want func(config string) bool, what string) string {
-		t.Helper()
-		var config string
-		require.Eventually(t, func() bool {
-			_, ch := settled(t, gw)
-			config = ch.cm.Data[configKey]
-			return want(config)
-		}, waitFor, tick, "%s:\n%s", what, config)
-		return config
-	}
 	has := func(lines ...string) func(string) bool {
 		return func(c string) bool {
 			for _, l := range lines {
@@ -133,28 +113,41 @@ func TestEndpointsFollowSlices(t *testing.T) {
 			return true
 		}
 	}
-	config := configWith(t, has("proxy_next_upstream_tries 3;"), "the route's retries")
+	config := configWith(t, gw, has("proxy_next_upstream_tries 3;"), "the route's retries")
 	assert.NotContains(t, config, "upstream retry_", "no slices yet: the ClusterIP")
 
 	web := endpointSliceOf(ns, "web", map[string]bool{"10.0.0.1": true, "10.0.0.2": true})
 	require.NoError(t, env.Client.Create(ctx, web))
-	config = configWith(t, has("upstream retry_", "server 10.0.0.1:8080;", "server 10.0.0.2:8080;"), "the slice's endpoints")
+	config = configWith(t, gw, has("upstream retry_", "server 10.0.0.1:8080;", "server 10.0.0.2:8080;"), "the slice's endpoints")
 	assert.NotContains(t, config, "return 503;")
 
 	web.Endpoints = endpointSliceOf(ns, "web", map[string]bool{"10.0.0.1": false, "10.0.0.2": true, "10.0.0.3": true}).Endpoints
 	require.NoError(t, env.Client.Update(ctx, web))
-	config = configWith(t, has("server 10.0.0.3:8080;"), "a new endpoint")
+	config = configWith(t, gw, has("server 10.0.0.3:8080;"), "a new endpoint")
 	assert.NotContains(t, config, "server 10.0.0.1:8080;", "an endpoint no longer ready")
 
 	plain := endpointSliceOf(ns, "plain", map[string]bool{"10.0.1.1": false})
 	require.NoError(t, env.Client.Create(ctx, plain))
-	config = configWith(t, has("return 503;"), "a Service without a ready endpoint: 503")
+	config = configWith(t, gw, has("return 503;"), "a Service without a ready endpoint: 503")
 	assert.NotContains(t, config, "10.0.1.1", "a route without retries writes no endpoint")
 
 	plain.Endpoints = endpointSliceOf(ns, "plain", map[string]bool{"10.0.1.1": true}).Endpoints
 	require.NoError(t, env.Client.Update(ctx, plain))
-	config = configWith(t, func(c string) bool { return !strings.Contains(c, "return 503;") }, "ready again: no 503")
+	config = configWith(t, gw, func(c string) bool { return !strings.Contains(c, "return 503;") }, "ready again: no 503")
 	assert.NotContains(t, config, "10.0.1.1")
+}
+
+// configWith waits until gw's configuration satisfies want, and returns
+// it.
+func configWith(t *testing.T, gw *v1.APIGateway, want func(config string) bool, what string) string {
+	t.Helper()
+	var config string
+	require.Eventually(t, func() bool {
+		_, ch := settled(t, gw)
+		config = ch.cm.Data[configKey]
+		return want(config)
+	}, waitFor, tick, "%s:\n%s", what, config)
+	return config
 }
 
 // endpointSliceOf is an EndpointSlice of Service svc, as the EndpointSlice
