@@ -54,8 +54,8 @@ type Cache struct {
 	list func(ctx context.Context, k ServiceKey) ([]*Slice, error)
 
 	mu sync.Mutex
-	// slices are the slices held, by namespace/name.
-	slices map[string]*Slice
+	// slices are the slices held, by namespace and name.
+	slices map[sliceKey]*Slice
 	// services are the referenced Services the cache has slices of or
 	// has looked up.
 	services map[ServiceKey]*service
@@ -76,7 +76,9 @@ type Cache struct {
 
 // service is what the cache knows of one Service.
 type service struct {
-	slices map[string]*Slice
+	// slices are few: the EndpointSlice controller puts up to 100
+	// endpoints in one.
+	slices []*Slice
 	// known: the cache holds every slice of the Service, from its
 	// initial list or a fetch, and keeps them by the events since.
 	known bool
@@ -104,7 +106,7 @@ func New(client discoveryclient.EndpointSlicesGetter, namespaces []string, refer
 			}
 			return out, nil
 		},
-		slices:   map[string]*Slice{},
+		slices:   map[sliceKey]*Slice{},
 		services: map[ServiceKey]*service{},
 		fetching: map[string]int{},
 		dropped:  map[uint64]struct{}{},
@@ -178,7 +180,7 @@ func (c *Cache) fetch(k ServiceKey) bool {
 			c.mu.Unlock()
 			return true
 		}
-		s = &service{slices: map[string]*Slice{}}
+		s = &service{}
 		c.services[k] = s
 	}
 	if s.known {
@@ -214,10 +216,10 @@ func (c *Cache) fetch(k ServiceKey) bool {
 		if _, deleted := gone[id]; deleted || sl.Service != k.Name {
 			continue
 		}
-		if _, held := s.slices[id]; !held {
+		if s.index(sl.Name) < 0 {
 			// An event since the LIST holds a version at least as new
 			// as it, or an older one whose successors the watch brings.
-			s.slices[id], c.slices[id] = sl, sl
+			c.hold(s, sl)
 		}
 	}
 	s.known = true
@@ -292,7 +294,7 @@ func (c *Cache) summaries(id string, sl *Slice) map[ServiceKey]summary {
 			out[k] = summarize(s)
 		}
 	}
-	if held := c.slices[id]; held != nil {
+	if held := c.slices[splitKey(id)]; held != nil {
 		add(ServiceKey{held.Namespace, held.Service})
 	}
 	if sl != nil {
@@ -305,10 +307,12 @@ func (c *Cache) summaries(id string, sl *Slice) map[ServiceKey]summary {
 // is the Deleted delta's), when it is of a referenced Service; one no
 // longer referenced loses all its slices. The caller holds mu.
 func (c *Cache) apply(id string, sl *Slice, obj any, referenced, initial bool) {
-	if held := c.slices[id]; held != nil {
-		delete(c.slices, id)
+	if held := c.slices[splitKey(id)]; held != nil {
+		delete(c.slices, splitKey(id))
 		if s := c.services[ServiceKey{held.Namespace, held.Service}]; s != nil {
-			delete(s.slices, id)
+			if i := s.index(held.Name); i >= 0 {
+				s.slices = slices.Delete(s.slices, i, i+1)
+			}
 		}
 	}
 	if sl == nil {
@@ -327,7 +331,7 @@ func (c *Cache) apply(id string, sl *Slice, obj any, referenced, initial bool) {
 		// whose slices were dropped before it was referenced needs a
 		// fetch.
 		_, dropped := c.dropped[c.hash(k)]
-		s = &service{slices: map[string]*Slice{}, known: initial || !dropped}
+		s = &service{known: initial || !dropped}
 		c.services[k] = s
 	case !referenced && s != nil:
 		// A reference later reads them all again.
@@ -337,16 +341,37 @@ func (c *Cache) apply(id string, sl *Slice, obj any, referenced, initial bool) {
 		c.dropped[c.hash(k)] = struct{}{}
 		return
 	}
-	s.slices[id], c.slices[id] = sl, sl
+	c.hold(s, sl)
+}
+
+// hold holds sl, a slice of s that s does not hold. The caller holds mu.
+func (c *Cache) hold(s *service, sl *Slice) {
+	s.slices = append(s.slices, sl)
+	c.slices[sliceKey{sl.Namespace, sl.Name}] = sl
+}
+
+// index is the index of slice name in s.slices, or -1.
+func (s *service) index(name string) int {
+	return slices.IndexFunc(s.slices, func(sl *Slice) bool { return sl.Name == name })
 }
 
 // drop forgets Service k. The caller holds mu.
 func (c *Cache) drop(k ServiceKey, s *service) {
 	c.dropped[c.hash(k)] = struct{}{}
 	delete(c.services, k)
-	for id := range s.slices {
-		delete(c.slices, id)
+	for _, sl := range s.slices {
+		delete(c.slices, sliceKey{sl.Namespace, sl.Name})
 	}
+}
+
+// sliceKey is a slice's key in slices: its own strings, where the
+// DeltaFIFO's namespace/name would be one more string per slice.
+type sliceKey struct{ namespace, name string }
+
+// splitKey is the sliceKey of a DeltaFIFO key.
+func splitKey(id string) sliceKey {
+	ns, name, _ := strings.Cut(id, "/")
+	return sliceKey{ns, name}
 }
 
 // deletedService is the Service of a deleted slice as its Deleted delta
@@ -446,9 +471,9 @@ func (v view) ListKeys() []string {
 	v.c.mu.Lock()
 	defer v.c.mu.Unlock()
 	out := make([]string, 0, len(v.c.slices))
-	for id, sl := range v.c.slices {
-		if v.namespace == "" || sl.Namespace == v.namespace {
-			out = append(out, id)
+	for k := range v.c.slices {
+		if v.namespace == "" || k.namespace == v.namespace {
+			out = append(out, k.namespace+"/"+k.name)
 		}
 	}
 	return out
@@ -461,12 +486,12 @@ func (v view) ListKeys() []string {
 func (v view) GetByKey(id string) (any, bool, error) {
 	v.c.mu.Lock()
 	defer v.c.mu.Unlock()
-	if sl, ok := v.c.slices[id]; ok {
+	k := splitKey(id)
+	if sl, ok := v.c.slices[k]; ok {
 		return sl, true, nil
 	}
-	ns, name, _ := strings.Cut(id, "/")
-	if v.c.fetching[ns] > 0 {
-		return &Slice{Namespace: ns, Name: name}, true, nil
+	if v.c.fetching[k.namespace] > 0 {
+		return &Slice{Namespace: k.namespace, Name: k.name}, true, nil
 	}
 	return nil, false, nil
 }

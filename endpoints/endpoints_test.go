@@ -223,3 +223,29 @@ func TestFetchRaces(t *testing.T) {
 	assert.Equal(t, []string{"shop/api-1"}, v.ListKeys())
 	assert.Empty(t, view{c: c, namespace: "other"}.ListKeys(), "each reflector knows its namespace's slices only")
 }
+
+// TestCacheSize: what the cache costs per Service, slices and maps
+// included: a referenced Service of one slice of three endpoints, and an
+// unreferenced one (only its hash in dropped).
+func TestCacheSize(t *testing.T) {
+	const n = 2000
+	addrs := []string{"10.244.1.17", "10.244.2.23", "10.244.3.31"}
+	perService := func(referenced bool) float64 {
+		c := New(nil, nil, func(ServiceKey) bool { return referenced })
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			svc := fmt.Sprintf("web-%05d", i)
+			require.NoError(t, c.process(deltas(toolscache.Replaced, endpointSlice("team-a", svc+"-abcde", svc, addrs)), true))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(c)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	held, dropped := perService(true), perService(false)
+	t.Logf("per Service (one slice of 3 endpoints, %d Services): %.0f bytes referenced, %.0f not", n, held, dropped)
+	assert.Less(t, held, 1024.0)
+	assert.Less(t, dropped, 64.0)
+}
