@@ -21,6 +21,7 @@ COPY certs/ certs/
 COPY cmd/ cmd/
 COPY controller/ controller/
 COPY conversion/ conversion/
+COPY endpoints/ endpoints/
 COPY inflight/ inflight/
 COPY inspect/ inspect/
 COPY lease/ lease/

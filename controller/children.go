@@ -48,11 +48,17 @@ type ChildOptions struct {
 	// reconciler sets it from its cache; nil renders every backend by
 	// name, as the offline commands do.
 	ServiceAddresses render.ServiceAddresses
+	// ServiceEndpoints, when set, gives the backend Services' ready
+	// endpoints, to which routes with retries are proxied, and which
+	// Services have none (render.Options). The reconciler sets it from
+	// its cache; nil renders as without endpoints.
+	ServiceEndpoints render.ServiceEndpoints
 }
 
 // renderOptions are the options the renderer reads.
 func (o ChildOptions) renderOptions() render.Options {
-	return render.Options{Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies, ServiceAddresses: o.ServiceAddresses}
+	return render.Options{Resolvers: o.Resolvers, ClusterDomain: o.ClusterDomain, TrustedProxies: o.TrustedProxies,
+		ServiceAddresses: o.ServiceAddresses, ServiceEndpoints: o.ServiceEndpoints}
 }
 
 // Desired are the children the operator applies for one gateway.

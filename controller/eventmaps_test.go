@@ -43,6 +43,20 @@ func TestBackendServiceNames(t *testing.T) {
 	}
 }
 
+// TestRetryServiceNames: the backends of the routes with retries, whose
+// endpoints their configuration writes; not their authentication Service.
+func TestRetryServiceNames(t *testing.T) {
+	gw := gatewayOn("a.example.com", "b.example.com", "c.example.com")
+	gw.Spec.Routes[0].Retries = &v1.RouteRetries{Attempts: 1}
+	gw.Spec.Routes[0].AdditionalBackends = []v1.WeightedBackend{{Name: "canary"}}
+	gw.Spec.Routes[0].Rules = []v1.RouteRule{{BackendService: v1.BackendService{Name: "v2"}}}
+	gw.Spec.Routes[0].ExternalAuth = &v1.ExternalAuth{Service: "oauth2-proxy", Port: 4180, Path: "/"}
+	gw.Spec.Routes[1].BackendService.Name = "plain"
+	assert.Equal(t, []string{"web", "canary", "v2"}, retryServiceNames(gw))
+	assert.Equal(t, []string{"web", "canary", "v2", "oauth2-proxy", "plain"}, backendServiceNames(gw))
+	assert.Nil(t, retryServiceNames(gatewayOn("a.example.com")), "no route with retries")
+}
+
 func TestCoveringClaims(t *testing.T) {
 	names := func(hosts ...string) []string {
 		var out []string

@@ -114,17 +114,20 @@ func (o Options) children() ChildOptions {
 }
 
 // childOptions are the options Children renders with now: the operator's,
-// and the backend Services' ClusterIPs as the cache holds them.
+// and the backend Services' ClusterIPs and ready endpoints as the caches
+// hold them.
 func (r *Reconciler) childOptions() ChildOptions {
 	o := r.opts.children()
 	o.ServiceAddresses = r.backends.addresses()
+	o.ServiceEndpoints = r.backends.ready()
 	return o
 }
 
 // Reconciler keeps each APIGateway's ConfigMap, Deployment, Service and
 // Ingress or HTTPRoutes as its spec says and reports their state in its status.
 type Reconciler struct {
-	// backends are the ClusterIPs of the Services the gateways route to.
+	// backends are the ClusterIPs and endpoints of the Services the
+	// gateways route to.
 	backends *backendServices
 	clients  clients
 	recorder recorder.EventRecorder
@@ -255,6 +258,9 @@ func setup(mgr ctrl.Manager, opts Options, observe func(ctrl.Request)) error {
 		// A backend Service that appears, goes or changes its ClusterIP:
 		// the pool the configuration names.
 		WatchesRawSource(backends.watch(mgr.GetClient())).
+		// A backend's endpoints that change what a gateway writes: those
+		// of routes with retries, or the 503 of a Service without any.
+		WatchesRawSource(backends.watchEndpoints(mgr.GetClient())).
 		// A read of its pods that found something new.
 		WatchesRawSource(source.Channel(r.prober.events, &handler.EnqueueRequestForObject{})).
 		// Every gateway, when the push key changed.

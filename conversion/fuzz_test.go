@@ -49,6 +49,9 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(t *v1.RedirectPathType, c randfill.Continue) {
 			*t = []v1.RedirectPathType{v1.ReplaceFullPath, v1.ReplacePrefixMatch}[c.Intn(2)]
 		},
+		func(r *v1.RetryCondition, c randfill.Continue) {
+			*r = []v1.RetryCondition{v1.RetryOnConnectError, v1.RetryOnTimeout, v1.RetryOnHTTP502, v1.RetryOnHTTP503, v1.RetryOnHTTP504}[c.Intn(5)]
+		},
 		func(u *v1.ConfigUpdateStrategy, c randfill.Continue) {
 			*u = []v1.ConfigUpdateStrategy{v1.ConfigUpdateReload, v1.ConfigUpdateRollout, ""}[c.Intn(3)]
 		},

@@ -110,20 +110,13 @@ func (m *Gateway) sizeBound() int {
 		// Each location's "set" of the route's name
 		// (validation.RouteMatch), and each rule's named location's.
 		total += (1 + len(r.Rules)) * routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
-		backends[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
-		for _, rule := range r.Rules {
-			backends[backendKey{rule.BackendService.Name, rule.BackendService.Port}] = struct{}{}
-		}
-		for _, b := range r.AdditionalBackends {
-			backends[backendKey{b.Name, b.Port}] = struct{}{}
-		}
+		routeBackends(r, backends)
 		if a := r.ExternalAuth; a != nil {
-			backends[backendKey{a.Service, a.Port}] = struct{}{}
 			authMaps = authRedirectMapsBytes()
 			total += auths.add(r, ns+len(m.ClusterDomain))
 		}
 	}
-	total += authMaps
+	total += authMaps + retryUpstreamsBound(m.Routes)
 	// The metrics log: its http-level lines, two lines
 	// (metricsServerLines) in each host's server and the default server,
 	// and one map entry per backend: `"name.namespace.svc.domain:port"
@@ -170,6 +163,22 @@ const upstreamBound = 192
 type backendKey struct {
 	name v1.ServiceName
 	port v1.PortNumber
+}
+
+// routeBackends adds the Services and ports r names to keys: its
+// backendService, its rules', its additional backends' and its
+// authentication Service.
+func routeBackends(r *v1.Route, keys map[backendKey]struct{}) {
+	keys[backendKey{r.BackendService.Name, r.BackendService.Port}] = struct{}{}
+	for _, rule := range r.Rules {
+		keys[backendKey{rule.BackendService.Name, rule.BackendService.Port}] = struct{}{}
+	}
+	for _, b := range r.AdditionalBackends {
+		keys[backendKey{b.Name, b.Port}] = struct{}{}
+	}
+	if a := r.ExternalAuth; a != nil {
+		keys[backendKey{a.Service, a.Port}] = struct{}{}
+	}
 }
 
 // backendBound bounds a line naming the backend Service name, written as

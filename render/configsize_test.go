@@ -77,9 +77,12 @@ func TestRenderedSizeBoundIsAbove(t *testing.T) {
 	// location once per host, the auth lines in each location) 14.5%
 	// more. What matters is that the bound stays under MaxConfigBytes
 	// (admission then renders nothing) with room for a route's settings
-	// to come: under 90%. It was 60%, then two thirds, 70%, 75%, 85%:
-	// every setting on every route is more than a realistic gateway has.
-	assert.Less(t, 10*bound, 9*MaxConfigBytes, "a realistic 100-route gateway is checked without rendering, with room")
+	// to come: under 92%. It was 60%, then two thirds, 70%, 75%, 85%,
+	// 90%; retries on every route (their two lines in each location, the
+	// 503 check of each split, 64 endpoint lines a gateway) made it
+	// 91.4%: every setting on every route is more than a realistic
+	// gateway has.
+	assert.Less(t, 100*bound, 92*MaxConfigBytes, "a realistic 100-route gateway is checked without rendering, with room")
 }
 
 // checkBound asserts that gw's bound is at least its rendered size, and

@@ -50,6 +50,12 @@ type Options struct {
 	// connections to those are pooled (upstream.go). Nil: every backend
 	// is resolved by name per request.
 	ServiceAddresses ServiceAddresses
+	// ServiceEndpoints, when set, gives the backend Services' ready
+	// endpoints: a route with retries sends a failed request to another
+	// of them, and a Service without any answers 503 (retries.go). Nil:
+	// no backend is known to have none, and retries stay on the
+	// ClusterIP or the name.
+	ServiceEndpoints ServiceEndpoints
 
 	// listenAddress, httpPort and healthPort say where the servers listen.
 	// The zero values are the pods' (every interface, HTTPPort and
@@ -246,15 +252,22 @@ func (m *Gateway) buildServers() (map[string]map[string]location, string, *upstr
 	}
 	routes := m.Sorted()
 	servers := map[string]map[string]location{}
-	pools := &upstreams{lookup: opts.ServiceAddresses, namespace: m.Namespace, servers: map[string]string{}, labels: map[string]string{}}
-	backendOf := func(name v1.ServiceName, port int32) string {
-		return pools.backend(name, port, fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port))
+	pools := &upstreams{lookup: opts.ServiceAddresses, endpoints: opts.ServiceEndpoints, namespace: m.Namespace,
+		servers: map[string][]string{}, labels: map[string]string{}}
+	byName := func(name v1.ServiceName, port int32) string {
+		return fmt.Sprintf("%s.%s.svc.%s:%d", name, m.Namespace, domain, port)
 	}
+	pooledOf := func(name v1.ServiceName, port int32) string { return pools.backend(name, port, byName(name, port)) }
+	retriedOf := func(name v1.ServiceName, port int32) string { return pools.retried(name, port, byName(name, port)) }
 	traffic := make([]*routeTraffic, 0, len(routes))
 	for _, r := range routes {
 		if routeErrs := validation.ValidateRoute(r.Route, routesPath, r.Index); len(routeErrs) > 0 {
 			errs = append(errs, routeErrs...)
 			continue
+		}
+		backendOf := pooledOf
+		if r.Retries != nil {
+			backendOf = retriedOf
 		}
 		t, trafficErrs := buildTraffic(r.Route, backendOf, routesPath.Index(r.Index))
 		if len(trafficErrs) > 0 {
@@ -662,9 +675,16 @@ func writeLocationBody(b *strings.Builder, match string, l location) {
 	}
 	b.WriteString(l.traffic.directives)
 	pass := "$backend"
-	if l.traffic.split != "" {
+	switch {
+	case l.traffic.split != "":
 		pass = "$" + l.traffic.split
-	} else {
+		if l.traffic.splitUnready {
+			writeNoEndpoints(b, pass)
+		}
+	case strings.HasPrefix(l.backend, noEndpointsPrefix):
+		fmt.Fprintf(b, "%sreturn 503;\n    }\n", indent)
+		return
+	default:
 		fmt.Fprintf(b, "%sset $backend %s;\n", indent, nginxQuoted(l.backend))
 	}
 	b.WriteString(l.rewrite)

@@ -40,7 +40,13 @@ var trafficSettings = []trafficSetting{
 		field: "additionalBackends",
 		set:   func(r *v1.Route) bool { return len(r.AdditionalBackends) > 0 },
 		write: func(w *trafficWriter, r *v1.Route, _ *field.Path) field.ErrorList {
-			w.t.split = writeSplit(&w.http, r, w.backend, w.id)
+			backend := func(name v1.ServiceName, port int32) string {
+				value := w.backend(name, port)
+				w.t.splitUnready = w.t.splitUnready || strings.HasPrefix(value, noEndpointsPrefix)
+				return value
+			}
+			w.t.split = writeSplit(&w.http, r, backend, w.id)
+			w.t.splitUnready = w.t.splitUnready && w.t.split != ""
 			return nil
 		},
 		bound: func(r *v1.Route, suffix int) (int, int) {
@@ -48,12 +54,13 @@ var trafficSettings = []trafficSetting{
 				return 0, 0
 			}
 			// split_clients and its closing brace, and every backend
-			// (their upstreams: sizeBound).
+			// (their upstreams: sizeBound); in the location, the 503
+			// of a Service without endpoints (writeNoEndpoints).
 			http := 2*lineBytes + backendBound(r.BackendService.Name, suffix)
 			for _, b := range r.AdditionalBackends {
 				http += backendBound(b.Name, suffix)
 			}
-			return 0, http
+			return noEndpointsSplitBound, http
 		},
 	},
 	{
@@ -163,6 +170,12 @@ var trafficSettings = []trafficSetting{
 		set:   func(r *v1.Route) bool { return r.ExternalAuth != nil },
 		write: writeExternalAuth,
 		bound: authBound,
+	},
+	{
+		field: "retries",
+		set:   func(r *v1.Route) bool { return r.Retries != nil },
+		write: writeRetries,
+		bound: retriesBound,
 	},
 	{
 		field: "rewritePrefix",

@@ -63,6 +63,9 @@ type routeTraffic struct {
 	// split is the variable split_clients sets to the backend of a route
 	// that shares its requests, "" for a route with one backend.
 	split string
+	// splitUnready is set when a Service split names has no ready
+	// endpoint (retries.go): the location answers its share 503.
+	splitUnready bool
 	// rewritePrefix is the route's quoted-safe rewritePrefix, "" for none.
 	rewritePrefix string
 	// sourceGeo is the geo block of the route's source ranges, written

@@ -1,12 +1,9 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "example.com/apigateway-operator/api/v1"
@@ -55,8 +52,13 @@ type ServiceAddresses func(namespace, name string, port int32) (netip.Addr, bool
 // server it holds.
 type upstreams struct {
 	lookup    ServiceAddresses
+	endpoints ServiceEndpoints
 	namespace string
-	servers   map[string]string
+	// servers are each upstream's servers, one for a ClusterIP, the
+	// ready endpoints for a retried backend (retries.go).
+	servers map[string][]string
+	// retryServers counts the endpoints in servers (maxRetryServers).
+	retryServers int
 	// labels maps each value backend returned to its metrics label
 	// (backendLabel).
 	labels map[string]string
@@ -67,7 +69,10 @@ type upstreams struct {
 // Service has an address, else byName, its host:port for the resolver.
 // The port passed validation (1 to 65535).
 func (u *upstreams) backend(name v1.ServiceName, port int32, byName string) string {
-	value := u.pooled(name, port)
+	value := u.unready(name, port)
+	if value == "" {
+		value = u.pooled(name, port)
+	}
 	if value == "" {
 		value = byName
 	}
@@ -88,7 +93,7 @@ func (u *upstreams) pooled(name v1.ServiceName, port int32) string {
 	id := upstreamName(name, port)
 	// An IP address and a port, nothing else: netip writes
 	// 10.96.0.10:80 or [fd00::a]:80.
-	u.servers[id] = netip.AddrPortFrom(addr.Unmap(), uint16(port)).String()
+	u.servers[id] = []string{netip.AddrPortFrom(addr.Unmap(), uint16(port)).String()}
 	return id
 }
 
@@ -96,8 +101,7 @@ func (u *upstreams) pooled(name v1.ServiceName, port int32) string {
 // SHA-256, so only lower-case letters, digits and '_', stable across
 // renders and distinct per Service and port.
 func upstreamName(name v1.ServiceName, port int32) string {
-	sum := sha256.Sum256([]byte(string(name) + ":" + strconv.Itoa(int(port))))
-	return "upstream_" + hex.EncodeToString(sum[:8])
+	return "upstream_" + upstreamHash(name, port)
 }
 
 // write writes the upstream blocks, sorted by name.
@@ -110,10 +114,19 @@ func (u *upstreams) write(b *strings.Builder) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	b.WriteString("# Backends with a ClusterIP: connections pooled per worker, reused across requests.\n")
-	for _, n := range names {
-		fmt.Fprintf(b, "upstream %s {\n    server %s;\n    keepalive %d;\n    keepalive_timeout %s;\n    keepalive_time %s;\n}\n",
-			n, u.servers[n], upstreamKeepalive, upstreamIdle, upstreamLifetime)
+	for i, n := range names {
+		switch {
+		case i == 0 && strings.HasPrefix(n, "retry_"):
+			b.WriteString("# Backends of routes with retries: their ready endpoints, pooled.\n")
+		case strings.HasPrefix(n, "upstream_") && (i == 0 || !strings.HasPrefix(names[i-1], "upstream_")):
+			b.WriteString("# Backends with a ClusterIP: connections pooled per worker, reused across requests.\n")
+		}
+		fmt.Fprintf(b, "upstream %s {\n", n)
+		for _, s := range u.servers[n] {
+			fmt.Fprintf(b, "    server %s;\n", s)
+		}
+		fmt.Fprintf(b, "    keepalive %d;\n    keepalive_timeout %s;\n    keepalive_time %s;\n}\n",
+			upstreamKeepalive, upstreamIdle, upstreamLifetime)
 	}
 	b.WriteString("\n")
 }

@@ -49,6 +49,10 @@ type Service struct {
 
 // Port is one port of a Service.
 type Port struct {
+	// Name picks the port of the same name in the Service's
+	// EndpointSlices, whose number is the targetPort resolved (package
+	// endpoints).
+	Name   string
 	Number int32
 	// TCP is the protocol TCP (the default); a ClusterIP refuses a TCP
 	// connection to a port it has for another protocol only.
@@ -80,7 +84,7 @@ func Slim(obj any) (any, error) {
 		Ports:      make([]Port, len(svc.Spec.Ports)),
 	}
 	for i, p := range svc.Spec.Ports {
-		slim.Ports[i] = Port{Number: p.Port, TCP: p.Protocol == "" || p.Protocol == corev1.ProtocolTCP}
+		slim.Ports[i] = Port{Name: p.Name, Number: p.Port, TCP: p.Protocol == "" || p.Protocol == corev1.ProtocolTCP}
 	}
 	return slim, nil
 }
@@ -193,10 +197,30 @@ func (c *Cache) get(namespace, name string) *Service {
 // pools, or reaches whatever the name resolves to).
 func (c *Cache) Address(namespace, name string, port int32) (netip.Addr, bool) {
 	svc := c.get(namespace, name)
-	if svc == nil || !svc.Address.IsValid() || !slices.Contains(svc.Ports, Port{Number: port, TCP: true}) {
+	if svc == nil || !svc.Address.IsValid() || !svc.hasTCP(port) {
 		return netip.Addr{}, false
 	}
 	return svc.Address, true
+}
+
+// PortName is the name of TCP port port of the Service namespace/name,
+// which its EndpointSlices' ports carry, and false when the cache holds
+// no such Service or port.
+func (c *Cache) PortName(namespace, name string, port int32) (string, bool) {
+	svc := c.get(namespace, name)
+	if svc == nil {
+		return "", false
+	}
+	i := slices.IndexFunc(svc.Ports, func(p Port) bool { return p.Number == port && p.TCP })
+	if i < 0 {
+		return "", false
+	}
+	return svc.Ports[i].Name, true
+}
+
+// hasTCP reports whether the Service has port port for TCP.
+func (svc *Service) hasTCP(port int32) bool {
+	return slices.ContainsFunc(svc.Ports, func(p Port) bool { return p.Number == port && p.TCP })
 }
 
 // Ports maps each of names that is a Service in namespace to its port

@@ -34,7 +34,7 @@ func TestSlim(t *testing.T) {
 	want := &Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "shop", UID: "u1", ResourceVersion: "42"},
 		Address:    netip.MustParseAddr("10.0.0.10"),
-		Ports:      []Port{{Number: 80, TCP: true}, {Number: 9000, TCP: true}, {Number: 53}},
+		Ports:      []Port{{Name: "http", Number: 80, TCP: true}, {Name: "admin", Number: 9000, TCP: true}, {Name: "dns", Number: 53}},
 	}
 	slim, err := Slim(full)
 	require.NoError(t, err)
@@ -49,6 +49,35 @@ func TestSlim(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, other, passed)
 	assert.Equal(t, want, want.DeepCopyObject())
+}
+
+// TestPortName: the name of a Service's TCP port, which its
+// EndpointSlices' ports carry.
+func TestPortName(t *testing.T) {
+	slim, err := Slim(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Port: 81}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}})
+	require.NoError(t, err)
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	require.NoError(t, store.Add(slim))
+	c := &Cache{store: store}
+	for name, tc := range map[string]struct {
+		service string
+		port    int32
+		want    string
+		ok      bool
+	}{
+		"a named port":       {"api", 80, "http", true},
+		"the unnamed port":   {"api", 81, "", true},
+		"a UDP port":         {"api", 53, "", false},
+		"a port it lacks":    {"api", 82, "", false},
+		"a Service it lacks": {"web", 80, "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := c.PortName("shop", tc.service, tc.port)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.ok, ok)
+		})
+	}
 }
 
 // TestAddress: a Service's ClusterIP, only for a TCP port it has and only

@@ -341,6 +341,11 @@ type Route struct {
 	// +optional
 	ExternalAuth *ExternalAuth `json:"externalAuth,omitempty"`
 
+	// retries sends a request the backend failed to another of its ready
+	// endpoints (retries_types.go).
+	// +optional
+	Retries *RouteRetries `json:"retries,omitempty"`
+
 	// cors lets the scripts of other sites' pages call the route, as
 	// their browsers ask: the gateway answers their preflights itself
 	// (after sourceRanges, before basicAuth, externalAuth and redirect)

@@ -137,6 +137,7 @@ func ruleCases() map[string]ruleCase {
 	trafficCases(add)
 	redirectCases(add)
 	externalAuthCases(add)
+	retriesCases(add)
 	corsCases(add)
 	return cases
 }

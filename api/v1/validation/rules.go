@@ -62,6 +62,9 @@ const (
 	// absolute https signInURL of the URL alphabet, and a timeout from 1
 	// to 30 seconds.
 	RuleExternalAuth = "routes.externalAuth"
+	// RuleRetries: a route's retries send a request again 1 to 5 times,
+	// on at most the 5 conditions the schema lists, each once.
+	RuleRetries = "routes.retries"
 	// RuleCORS: a route's cors allows 1 to 32 origins, each once: "*"
 	// alone, or http or https, a lower-case DNS name optionally after
 	// "*.", and a port from 1 to 65535; not "*" with allowCredentials; at

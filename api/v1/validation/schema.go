@@ -38,7 +38,7 @@ type stringRule struct {
 // rules read, each named by the field it belongs to.
 type schemaRules struct {
 	replicas, backendPort, weight, connectSeconds, readSeconds, requestsPerSecond, burst intRange
-	redirectPort, authTimeoutSeconds, corsMaxAge                                         intRange
+	redirectPort, authTimeoutSeconds, corsMaxAge, retryAttempts                          intRange
 
 	image, host, path, backendName, secretName, ingressClassName stringRule
 	headerName, headerValue, maxBodySize                         stringRule
@@ -49,10 +49,11 @@ type schemaRules struct {
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
 	rules, ruleMatches, matchHeaders, matchQueryParams, matchCookies                 int
-	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders                 int
+	sourceAllow, sourceDeny, authForwardHeaders, authResponseHeaders, retryOn        int
 	corsOrigins, corsMethods, corsAllowHeaders, corsExposeHeaders                    int
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
+	retryConditions                                                    []string
 	matchTypes, methods                                                []string
 	redirectSchemes, redirectPathTypes                                 []string
 	redirectCodes                                                      []int64
@@ -92,6 +93,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		burst:              c.intRange(route + "rateLimit.burst"),
 		redirectPort:       c.intRange(route + "redirect.port"),
 		authTimeoutSeconds: c.intRange(route + "externalAuth.timeoutSeconds"),
+		retryAttempts:      c.intRange(route + "retries.attempts"),
 		corsMaxAge:         c.intRange(route + "cors.maxAge"),
 
 		image:            c.stringRule("image", false),
@@ -131,6 +133,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		sourceDeny:          c.maxItems(route + "sourceRanges.deny"),
 		authForwardHeaders:  c.maxItems(route + "externalAuth.forwardHeaders"),
 		authResponseHeaders: c.maxItems(route + "externalAuth.responseHeaders"),
+		retryOn:             c.maxItems(route + "retries.on"),
 		corsOrigins:         c.maxItems(route + "cors.allowOrigins"),
 		corsMethods:         c.maxItems(route + "cors.allowMethods"),
 		corsAllowHeaders:    c.maxItems(route + "cors.allowHeaders"),
@@ -142,6 +145,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		accessLogFormats:       c.enum("accessLog.format"),
 		matchTypes:             c.enum(route + "rules[].matches[].headers[].type"),
 		methods:                c.enum(route + "rules[].matches[].method"),
+		retryConditions:        c.enum(route + "retries.on[]"),
 		redirectSchemes:        c.enum(route + "redirect.scheme"),
 		redirectPathTypes:      c.enum(route + "redirect.path.type"),
 		redirectCodes:          c.intEnum(route + "redirect.statusCode"),

@@ -43,6 +43,7 @@ func validateTraffic(r *v1.Route) field.ErrorList {
 	errs = append(errs, validateSourceRanges(r.SourceRanges, routeSourceRanges)...)
 	errs = append(errs, validateBasicAuth(r)...)
 	errs = append(errs, validateExternalAuth(r)...)
+	errs = append(errs, validateRetries(r)...)
 	return errs
 }
 

@@ -82,6 +82,10 @@ func EverySetting(r v1.Route) v1.Route {
 		ResponseHeaders: []v1.HTTPHeaderName{"X-Auth-Request-User", "X-Auth-Request-Email"},
 		SignInURL:       "https://login.example.com/oauth2/start", TimeoutSeconds: ptr.To[int32](3),
 	}
+	// Every condition and the most attempts: the longest directives.
+	r.Retries = &v1.RouteRetries{Attempts: 5, On: []v1.RetryCondition{
+		v1.RetryOnConnectError, v1.RetryOnTimeout, v1.RetryOnHTTP502, v1.RetryOnHTTP503, v1.RetryOnHTTP504,
+	}, NonIdempotent: true}
 	// CORS of named origins with credentials, one a suffix: the
 	// larger of its maps.
 	r.CORS = &v1.CORS{
