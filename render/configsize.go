@@ -91,6 +91,8 @@ func (m *Gateway) sizeBound() int {
 	// The sign-in redirects' escaping maps, once per gateway, and the
 	// internal locations of external authentications, once per server.
 	authMaps, auths := 0, authBlocks{}
+	// CORS's echo maps of a "*", once per gateway.
+	corsEchoMaps := 0
 	for i := range m.Routes {
 		r := m.Routes[i].Route
 		if s := r.SourceRanges; s != nil {
@@ -117,13 +119,16 @@ func (m *Gateway) sizeBound() int {
 		for _, b := range r.AdditionalBackends {
 			backends[backendKey{b.Name, b.Port}] = struct{}{}
 		}
+		if corsUsesEcho(r.CORS) {
+			corsEchoMaps = corsEchoMapsBytes()
+		}
 		if a := r.ExternalAuth; a != nil {
 			backends[backendKey{a.Service, a.Port}] = struct{}{}
 			authMaps = authRedirectMapsBytes()
 			total += auths.add(r, ns+len(m.ClusterDomain))
 		}
 	}
-	total += authMaps
+	total += authMaps + corsEchoMaps
 	// The metrics log: its http-level lines, two lines
 	// (metricsServerLines) in each host's server and the default server,
 	// and one map entry per backend: `"name.namespace.svc.domain:port"

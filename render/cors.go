@@ -66,6 +66,7 @@ func writeCORS(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
 	maps, lines := corsBlocks(c, origins, w.id)
 	w.http.WriteString(maps)
 	w.t.cors = lines
+	w.t.corsEcho = corsUsesEcho(c)
 	return nil
 }
 
@@ -85,26 +86,32 @@ func checkCORS(c *v1.CORS, fld *field.Path) ([]validation.CORSOrigin, field.Erro
 	if len(origins) == 0 && len(errs) == 0 {
 		errs = append(errs, field.Required(fld.Child("allowOrigins"), "the renderer writes only CORS with origins"))
 	}
-	for i, m := range c.AllowMethods {
-		if !corsToken(string(m)) {
-			errs = append(errs, field.Invalid(fld.Child("allowMethods").Index(i), m, "the renderer writes only a method of capital letters"))
-		}
-	}
-	lists := []struct {
-		name  string
-		names []v1.HTTPHeaderName
-	}{{"allowHeaders", c.AllowHeaders}, {"exposeHeaders", c.ExposeHeaders}}
-	for _, l := range lists {
-		for i, n := range l.names {
-			if _, err := headerName(string(n), fld.Child(l.name).Index(i)); err != nil {
-				errs = append(errs, err)
+	if !validation.AllowsAny(c.AllowMethods) {
+		for i, m := range c.AllowMethods {
+			if !corsToken(string(m)) {
+				errs = append(errs, field.Invalid(fld.Child("allowMethods").Index(i), m, "the renderer writes only a method of capital letters, or '*' alone"))
 			}
 		}
 	}
+	if !validation.AllowsAny(c.AllowHeaders) {
+		errs = append(errs, headerNames(c.AllowHeaders, fld.Child("allowHeaders"))...)
+	}
+	errs = append(errs, headerNames(c.ExposeHeaders, fld.Child("exposeHeaders"))...)
 	if a := validation.CORSMaxAge(c); a < 1 || a > 86400 {
 		errs = append(errs, field.Invalid(fld.Child("maxAge"), a, "the renderer writes only 1 to 86400 seconds"))
 	}
 	return origins, errs.WithOrigin(validation.RuleCORS)
+}
+
+// headerNames refuses each of names that headerName refuses.
+func headerNames[S ~string](names []S, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range names {
+		if _, err := headerName(string(n), fld.Index(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // corsToken reports whether m is a method the renderer writes: capital
@@ -179,14 +186,61 @@ func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin, id string) (maps, l
 	fmt.Fprintf(&l, "%sif ($%s) {\n", indent, preflight)
 	answer(&l, "    ")
 	if len(c.AllowMethods) > 0 {
-		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods \"%s\" always;\n", indent, joinNames(c.AllowMethods))
+		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods %s always;\n", indent, corsAllowed(c.AllowMethods, corsRequestMethod))
 	}
 	if len(c.AllowHeaders) > 0 {
-		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Headers \"%s\" always;\n", indent, joinNames(c.AllowHeaders))
+		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Headers %s always;\n", indent, corsAllowed(c.AllowHeaders, corsRequestHeaders))
 	}
 	fmt.Fprintf(&l, "    %sadd_header Access-Control-Max-Age %d always;\n", indent, validation.CORSMaxAge(c))
 	fmt.Fprintf(&l, "    %sreturn 204;\n%s}\n", indent, indent)
 	return m.String(), l.String()
+}
+
+// The variables of the "*" methods and headers (corsEchoMaps): what a
+// preflight asks for, when it is safe to answer as it is.
+const (
+	corsRequestMethod  = "gateway_cors_request_method"
+	corsRequestHeaders = "gateway_cors_request_headers"
+)
+
+// corsAllowed is the value of Access-Control-Allow-Methods or -Headers
+// for names: the variable echo of what the preflight asks for when names
+// is "*" (a literal "*" names nothing to a browser that sends
+// credentials), the names quoted otherwise.
+func corsAllowed[S ~string](names []S, echo string) string {
+	if validation.AllowsAny(names) {
+		return "$" + echo
+	}
+	return "\"" + joinNames(names) + "\""
+}
+
+// corsUsesEcho reports whether c allows every method or header, and so
+// needs corsEchoMaps.
+func corsUsesEcho(c *v1.CORS) bool {
+	return c != nil && (validation.AllowsAny(c.AllowMethods) || validation.AllowsAny(c.AllowHeaders))
+}
+
+// writeCORSEchoMaps writes, once per gateway, the maps that take a
+// preflight's Access-Control-Request-Method and -Headers as the answer's
+// Access-Control-Allow-Methods and -Headers of a "*". The request's
+// value is a tenant's client's: nginx's parser already refuses a CR, LF
+// or NUL in a header, and these maps answer only what they match, a
+// token of at most 32 characters, or a list of header-name tokens
+// separated by commas and spaces of at most 1024 characters, and ""
+// (no header: the browser refuses the preflight) for anything else. An
+// OPTIONS answer is not cacheable (RFC 9110, 9.3.7), so the echo needs
+// no Vary.
+func writeCORSEchoMaps(b *strings.Builder) {
+	b.WriteString("# routes[].cors \"*\": the method and headers a preflight asks for, when they are tokens.\n")
+	fmt.Fprintf(b, "map $http_access_control_request_method $%s {\n    default \"\";\n    \"~^[-A-Za-z0-9_]{1,32}$\" $http_access_control_request_method;\n}\n", corsRequestMethod)
+	fmt.Fprintf(b, "map $http_access_control_request_headers $%s {\n    default \"\";\n    \"~^(?=.{1,1024}$)[-A-Za-z0-9_]+(?: *, *[-A-Za-z0-9_]+)*$\" $http_access_control_request_headers;\n}\n", corsRequestHeaders)
+}
+
+// corsEchoMapsBytes is the size of the echo maps.
+func corsEchoMapsBytes() int {
+	var b strings.Builder
+	writeCORSEchoMaps(&b)
+	return b.Len()
 }
 
 // corsOriginEntry is the map entry of an allowed origin o (not "*"): an

@@ -326,7 +326,8 @@ func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int3
 // serve a location in servers: a route that lost every location to
 // another (the same match) needs none, and its names would repeat the
 // winner's. Routes with the same source ranges share one geo block; the
-// sign-in redirects' escaping maps are written once.
+// sign-in redirects' escaping maps and CORS's echo maps are written
+// once.
 func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraffic) string {
 	used := map[*routeTraffic]bool{}
 	for _, locs := range servers {
@@ -336,7 +337,7 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	}
 	var b strings.Builder
 	geos := map[string]bool{}
-	signIn := false
+	signIn, corsEcho := false, false
 	for _, t := range traffic {
 		if used[t] {
 			b.WriteString(t.http)
@@ -345,10 +346,14 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 				b.WriteString(t.sourceGeo)
 			}
 			signIn = signIn || t.auth != nil && t.auth.signIn
+			corsEcho = corsEcho || t.corsEcho
 		}
 	}
 	if signIn {
 		writeAuthRedirectMaps(&b)
+	}
+	if corsEcho {
+		writeCORSEchoMaps(&b)
 	}
 	return b.String()
 }

@@ -75,9 +75,10 @@ type routeTraffic struct {
 	// auth is the route's external authentication, checked; nil for none
 	// (externalauth.go).
 	auth *authTarget
-	// cors are the location's lines of the route's CORS, "" for none
-	// (cors.go).
-	cors string
+	// cors are the location's lines of the route's CORS, "" for none,
+	// and corsEcho whether they read the echo maps of a "*" (cors.go).
+	cors     string
+	corsEcho bool
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed
