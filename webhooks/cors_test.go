@@ -13,7 +13,8 @@ import (
 // both webhooks, as a user applies it: admitted and stored as written, or
 // refused with the field and the reason ('*' with credentials, '*' beside
 // another origin or method or header, an origin with a path, a regular
-// expression or a port past 65535, maxAge past its bound). "*" as the
+// expression or a port past 65535, maxAge past its bound, responseHeaders
+// that set an Access-Control-* header). "*" as the
 // allowed headers is admitted with credentials: the gateway echoes the
 // headers a preflight asks for.
 func TestCORSThroughKubectl(t *testing.T) {
@@ -63,6 +64,10 @@ func TestCORSThroughKubectl(t *testing.T) {
 		"a header name with a '*'": {
 			spec: route + "    allowOrigins: [https://app.example.com]\n    allowHeaders: [\"X-*\"]\n",
 			want: `spec.routes[0].cors.allowHeaders[0]`,
+		},
+		"responseHeaders setting an Access-Control-* header": {
+			spec: route + "    allowOrigins: [https://app.example.com]\n  responseHeaders:\n    set: [{name: Access-Control-Allow-Origin, value: \"*\"}]\n",
+			want: `spec.routes[0].responseHeaders: Invalid value: sets an Access-Control-* header, which the route's cors writes`,
 		},
 		"a maxAge of two days": {
 			spec: route + "    allowOrigins: [https://app.example.com]\n    maxAge: 172800\n",

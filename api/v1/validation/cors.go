@@ -24,13 +24,14 @@ var routeCORS = field.NewPath("cors")
 
 // The schema's messages, said again by the Go rules.
 const (
-	corsCredentialsMessage = "allowCredentials lets the browser send cookies: it needs the origins named, not '*' (any site could read the answers with the user's credentials)"
-	corsAnyAloneMessage    = "'*' allows every origin: list it alone"
-	corsPortMessage        = "the port is from 1 to 65535"
-	corsAnyMethodMessage   = "'*' allows every method: list it alone"
-	corsAnyHeaderMessage   = "'*' allows every header: list it alone"
-	corsHeaderNameMessage  = "must be '*', or letters, digits and '-', starting with a letter or digit, such as X-Team"
-	corsOriginMessage      = "must be '*', or http:// or https://, a lower-case DNS name optionally starting '*.', and an optional port, such as https://app.example.com or https://*.example.com:8443"
+	corsCredentialsMessage    = "allowCredentials lets the browser send cookies: it needs the origins named, not '*' (any site could read the answers with the user's credentials)"
+	corsAnyAloneMessage       = "'*' allows every origin: list it alone"
+	corsPortMessage           = "the port is from 1 to 65535"
+	corsResponseHeaderMessage = "sets an Access-Control-* header, which the route's cors writes: a browser refuses two values; change cors instead"
+	corsAnyMethodMessage      = "'*' allows every method: list it alone"
+	corsAnyHeaderMessage      = "'*' allows every header: list it alone"
+	corsHeaderNameMessage     = "must be '*', or letters, digits and '-', starting with a letter or digit, such as X-Team"
+	corsOriginMessage         = "must be '*', or http:// or https://, a lower-case DNS name optionally starting '*.', and an optional port, such as https://app.example.com or https://*.example.com:8443"
 )
 
 // AnyOrigin is the allowOrigins entry that allows every origin, and
@@ -121,6 +122,7 @@ func validateCORS(r *v1.Route) field.ErrorList {
 	name := func(n v1.HTTPHeaderName) string { return string(n) }
 	check := func(n v1.HTTPHeaderName, f *field.Path) field.ErrorList { return validateHeaderName(string(n), f) }
 	errs = append(errs, eachCondition(c.ExposeHeaders, routeCORS.Child("exposeHeaders"), limits.corsExposeHeaders, name, check)...)
+	errs = append(errs, corsResponseHeaders(r.ResponseHeaders)...)
 	if c.MaxAge != nil && !limits.corsMaxAge.holds(int64(*c.MaxAge)) {
 		errs = append(errs, field.Invalid(routeCORS.Child("maxAge"), *c.MaxAge, fmt.Sprintf("must be from %d to %d seconds", limits.corsMaxAge.min, limits.corsMaxAge.max)))
 	}
@@ -136,6 +138,24 @@ func validateCORSOrigin(o v1.CORSOrigin, fld *field.Path) field.ErrorList {
 	}
 	if _, ok := ParseCORSOrigin(string(o)); !ok {
 		return field.ErrorList{field.Invalid(fld, o, corsPortMessage)}
+	}
+	return nil
+}
+
+// corsResponseHeaders refuses response headers that set or add an
+// Access-Control-* header on a route with cors: the answer would carry
+// cors's value and the route's, and a browser refuses two (or takes the
+// wrong one). Removing one is harmless: cors hides the backend's anyway.
+// The schema's rule is on the route, at responseHeaders: reported once,
+// there.
+func corsResponseHeaders(m *v1.HeaderModifier) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	for _, h := range slices.Concat(m.Set, m.Add) {
+		if strings.HasPrefix(strings.ToLower(string(h.Name)), "access-control-") {
+			return field.ErrorList{field.Invalid(routeResponseHeaders, h.Name, corsResponseHeaderMessage)}
+		}
 	}
 	return nil
 }

@@ -153,5 +153,29 @@ func corsCases(add addCase) {
 			p.route.CORS = &c
 		})
 	}
+	// responseHeaders beside cors: setting or adding an Access-Control-*
+	// header is refused (at responseHeaders), removing one is not, and
+	// without cors any is admitted.
+	for value, tc := range map[string]struct {
+		m     v1.HeaderModifier
+		cors  bool
+		valid bool
+	}{
+		"set Access-Control-Allow-Origin":          {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control-Allow-Origin", Value: "*"}}}, true, false},
+		"add access-control-max-age":               {v1.HeaderModifier{Add: []v1.HTTPHeader{{Name: "X-A", Value: "1"}, {Name: "access-control-max-age", Value: "9"}}}, true, false},
+		"set ACCESS-CONTROL-X":                     {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "ACCESS-CONTROL-X", Value: "1"}}}, true, false},
+		"remove Access-Control-Allow-Origin":       {v1.HeaderModifier{Remove: []v1.HTTPHeaderName{"Access-Control-Allow-Origin"}}, true, true},
+		"set Access-Control (no dash)":             {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control", Value: "1"}}}, true, true},
+		"set X-Access-Control-Allow-Origin":        {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Access-Control-Allow-Origin", Value: "1"}}}, true, true},
+		"set Access-Control-Allow-Origin, no cors": {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control-Allow-Origin", Value: "*"}}}, false, true},
+	} {
+		add("cors responseHeaders", value, tc.valid, func(p *ruleCase) {
+			p.route.ResponseHeaders = &tc.m
+			if tc.cors {
+				c := valid()
+				p.route.CORS = &c
+			}
+		})
+	}
 	add("cors", "with every setting", true, func(p *ruleCase) { p.route = validationtest.EverySetting(p.route) })
 }

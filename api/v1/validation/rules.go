@@ -67,7 +67,9 @@ const (
 	// "*.", and a port from 1 to 65535; not "*" with allowCredentials; at
 	// most 9 methods (request methods, or "*" alone) and 32 allowed
 	// headers (names, or "*" alone) and 32 exposed headers
-	// (HTTPHeaderNames), each once; a maxAge from 1 to 86400.
+	// (HTTPHeaderNames), each once; a maxAge from 1 to 86400; and no
+	// responseHeaders that set or add an Access-Control-* header beside
+	// it.
 	RuleCORS = "routes.cors"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match
