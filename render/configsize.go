@@ -91,8 +91,9 @@ func (m *Gateway) sizeBound() int {
 	// The sign-in redirects' escaping maps, once per gateway, and the
 	// internal locations of external authentications, once per server.
 	authMaps, auths := 0, authBlocks{}
-	// CORS's echo maps of a "*", once per gateway.
-	corsEchoMaps := 0
+	// CORS's echo maps of a "*", once per gateway; each distinct CORS's
+	// maps once per gateway and its named location once per server.
+	corsEchoMaps, corsBlocksSeen := 0, map[string]bool{}
 	for i := range m.Routes {
 		r := m.Routes[i].Route
 		if s := r.SourceRanges; s != nil {
@@ -122,6 +123,7 @@ func (m *Gateway) sizeBound() int {
 		if corsUsesEcho(r.CORS) {
 			corsEchoMaps = corsEchoMapsBytes()
 		}
+		total += corsShared(r, corsBlocksSeen)
 		if a := r.ExternalAuth; a != nil {
 			backends[backendKey{a.Service, a.Port}] = struct{}{}
 			authMaps = authRedirectMapsBytes()

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,6 +38,8 @@ func TestRenderCORS(t *testing.T) {
 				`default "X-C";`,
 				`default "true";`,
 				"proxy_hide_header Access-Control-Allow-Origin;",
+				"error_page 519 = @gateway_cors_",
+				"return 519;",
 				"return 204;",
 			},
 		},
@@ -60,7 +63,7 @@ func TestRenderCORS(t *testing.T) {
 		"preflight before externalAuth": {
 			cors: v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}},
 			auth: true,
-			want: []string{"return 204;\n        }\n        auth_request"},
+			want: []string{"return 519;\n        }\n        auth_request"},
 		},
 	}
 	for name, tc := range tests {
@@ -74,6 +77,36 @@ func TestRenderCORS(t *testing.T) {
 			assertRendered(t, gateway("gw", r), Options{Resolvers: []string{"127.0.0.1"}}, tc.want, tc.not)
 		})
 	}
+}
+
+// TestRenderCORSSharesItsBlocks: routes with the same CORS share its
+// maps (once per gateway) and its preflight's named location (once per
+// server); a route with another CORS has its own.
+func TestRenderCORSSharesItsBlocks(t *testing.T) {
+	shared := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}, AllowMethods: []v1.CORSMethod{"PUT"}}
+	other := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}, AllowMethods: []v1.CORSMethod{"DELETE"}}
+	var routes []v1.Route
+	for _, host := range []string{"a.example.com", "b.example.com"} {
+		for _, path := range []string{"/one/", "/two/"} {
+			r := route(host, path, v1.PathTypePrefix, "web", 80)
+			r.CORS = shared
+			routes = append(routes, r)
+		}
+	}
+	r := route("a.example.com", "/three/", v1.PathTypePrefix, "web", 80)
+	r.CORS = other
+	routes = append(routes, r)
+	config, err := Config(gateway("gw", routes...), Options{Resolvers: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	id, otherID := corsID(shared), corsID(other)
+	require.NotEqual(t, id, otherID)
+	assert.Equal(t, 1, strings.Count(config, "map $http_origin $gateway_cors_origin_"+id+" {"), "the maps, once per gateway")
+	assert.Equal(t, 1, strings.Count(config, "map $http_origin $gateway_cors_origin_"+otherID+" {"))
+	assert.Equal(t, 2, strings.Count(config, "location @gateway_cors_"+id+" {"), "the named location, once per server")
+	assert.Equal(t, 1, strings.Count(config, "location @gateway_cors_"+otherID+" {"))
+	// Each of the 5 Prefix routes' 2 locations hands its preflights over.
+	assert.Equal(t, 10, strings.Count(config, "error_page 519 = @gateway_cors_"))
+	checkBound(t, gateway("gw", routes...))
 }
 
 // assertRendered renders gw with opts and asserts that the configuration
