@@ -43,6 +43,9 @@ func fuzzerFuncs(_ runtimeserializer.CodecFactory) []any {
 		func(m *v1.HTTPMethod, c randfill.Continue) {
 			*m = []v1.HTTPMethod{"GET", "POST", "PATCH"}[c.Intn(3)]
 		},
+		func(m *v1.CORSMethod, c randfill.Continue) {
+			*m = []v1.CORSMethod{"PUT", "DELETE", "*"}[c.Intn(3)]
+		},
 		func(s *v1.RedirectScheme, c randfill.Continue) {
 			*s = []v1.RedirectScheme{"http", "https", ""}[c.Intn(3)]
 		},

@@ -91,6 +91,9 @@ func (m *Gateway) sizeBound() int {
 	// The sign-in redirects' escaping maps, once per gateway, and the
 	// internal locations of external authentications, once per server.
 	authMaps, auths := 0, authBlocks{}
+	// CORS's echo maps of a "*", once per gateway; each distinct CORS's
+	// maps once per gateway and its named location once per server.
+	corsEchoMaps, corsBlocksSeen := 0, map[string]bool{}
 	for i := range m.Routes {
 		r := m.Routes[i].Route
 		if s := r.SourceRanges; s != nil {
@@ -111,12 +114,16 @@ func (m *Gateway) sizeBound() int {
 		// (validation.RouteMatch), and each rule's named location's.
 		total += (1 + len(r.Rules)) * routeLocations * (lineBytes + len(r.PathType) + len(r.Host) + len(r.Path) + 1)
 		routeBackends(r, backends)
+		if corsUsesEcho(r.CORS) {
+			corsEchoMaps = corsEchoMapsBytes()
+		}
+		total += corsShared(r, corsBlocksSeen)
 		if a := r.ExternalAuth; a != nil {
 			authMaps = authRedirectMapsBytes()
 			total += auths.add(r, ns+len(m.ClusterDomain))
 		}
 	}
-	total += authMaps + retryUpstreamsBound(m.Routes)
+	total += authMaps + corsEchoMaps + retryUpstreamsBound(m.Routes)
 	// The metrics log: its http-level lines, two lines
 	// (metricsServerLines) in each host's server and the default server,
 	// and one map entry per backend: `"name.namespace.svc.domain:port"

@@ -23,8 +23,9 @@ import (
 //     for the others, which then get no CORS header at all (add_header
 //     writes nothing for an empty value);
 //   - a second map tells a preflight (OPTIONS, an allowed Origin and an
-//     Access-Control-Request-Method) from the rest: the location answers
-//     it 204 itself, with the preflight's headers, before basicAuth and
+//     Access-Control-Request-Method) from the rest: the location returns
+//     519, which its error_page hands to the CORS's named location, which
+//     answers it 204 with the preflight's headers; before basicAuth and
 //     externalAuth (nginx's access phase comes after the rewrite phase's
 //     return; a preflight carries no credentials, as ingress-nginx
 //     answers it too), before a redirect and the rules' hand-over, and
@@ -34,6 +35,11 @@ import (
 //     Access-Control-Allow-Origin, -Credentials and -Expose-Headers; the
 //     backend's own Access-Control-* headers are hidden, so the route's
 //     cors is the one answer a browser sees.
+//
+// The maps and the named location are named after a hash of the CORS
+// (corsID): routes with the same CORS share them, the maps once per
+// gateway and the named location once per server; each location holds
+// only its hidden headers, its answer's headers and the hand-over.
 //
 // A preflight from an origin that is not allowed reaches the backend like
 // any OPTIONS request (Gateway API lets the gateway answer it or not);
@@ -52,8 +58,10 @@ var corsBackendHeaders = []string{
 	"Access-Control-Allow-Headers", "Access-Control-Expose-Headers", "Access-Control-Max-Age",
 }
 
-// writeCORS checks r's CORS once more, writes its maps (into w.http) and
-// sets w.t.cors, the lines of each of its locations.
+// writeCORS checks r's CORS once more and sets w.t's CORS: its maps,
+// written once per gateway for routes with the same CORS, its preflight's
+// named location, once per server, and the lines of each of its
+// locations.
 func writeCORS(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
 	c := r.CORS
 	if c == nil {
@@ -63,9 +71,8 @@ func writeCORS(w *trafficWriter, r *v1.Route, fld *field.Path) field.ErrorList {
 	if len(errs) > 0 {
 		return errs
 	}
-	maps, lines := corsBlocks(c, origins, w.id)
-	w.http.WriteString(maps)
-	w.t.cors = lines
+	w.t.corsMaps, w.t.corsPreflight, w.t.cors = corsBlocks(c, origins)
+	w.t.corsEcho = corsUsesEcho(c)
 	return nil
 }
 
@@ -85,26 +92,32 @@ func checkCORS(c *v1.CORS, fld *field.Path) ([]validation.CORSOrigin, field.Erro
 	if len(origins) == 0 && len(errs) == 0 {
 		errs = append(errs, field.Required(fld.Child("allowOrigins"), "the renderer writes only CORS with origins"))
 	}
-	for i, m := range c.AllowMethods {
-		if !corsToken(string(m)) {
-			errs = append(errs, field.Invalid(fld.Child("allowMethods").Index(i), m, "the renderer writes only a method of capital letters"))
-		}
-	}
-	lists := []struct {
-		name  string
-		names []v1.HTTPHeaderName
-	}{{"allowHeaders", c.AllowHeaders}, {"exposeHeaders", c.ExposeHeaders}}
-	for _, l := range lists {
-		for i, n := range l.names {
-			if _, err := headerName(string(n), fld.Child(l.name).Index(i)); err != nil {
-				errs = append(errs, err)
+	if !validation.AllowsAny(c.AllowMethods) {
+		for i, m := range c.AllowMethods {
+			if !corsToken(string(m)) {
+				errs = append(errs, field.Invalid(fld.Child("allowMethods").Index(i), m, "the renderer writes only a method of capital letters, or '*' alone"))
 			}
 		}
 	}
+	if !validation.AllowsAny(c.AllowHeaders) {
+		errs = append(errs, headerNames(c.AllowHeaders, fld.Child("allowHeaders"))...)
+	}
+	errs = append(errs, headerNames(c.ExposeHeaders, fld.Child("exposeHeaders"))...)
 	if a := validation.CORSMaxAge(c); a < 1 || a > 86400 {
 		errs = append(errs, field.Invalid(fld.Child("maxAge"), a, "the renderer writes only 1 to 86400 seconds"))
 	}
 	return origins, errs.WithOrigin(validation.RuleCORS)
+}
+
+// headerNames refuses each of names that headerName refuses.
+func headerNames[S ~string](names []S, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range names {
+		if _, err := headerName(string(n), fld.Index(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // corsToken reports whether m is a method the renderer writes: capital
@@ -121,17 +134,36 @@ func corsToken(m string) bool {
 	return true
 }
 
-// corsVariables names the variables of the route with id: the origin to
-// answer, the preflight's flag, and the credentials' and exposed headers'
-// values for an allowed origin.
-func corsVariables(id string) (origin, preflight, credentials, expose string) {
-	return "gateway_cors_origin_" + id, "gateway_cors_preflight_" + id, "gateway_cors_credentials_" + id, "gateway_cors_expose_" + id
+// corsPreflightStatus is the status a location returns for a preflight
+// so that its error_page hands it to the CORS's named location: no
+// backend's answer is taken for it (the gateway does not intercept the
+// backend's errors) and the rules' dispatch uses 520 and up (matches.go).
+const corsPreflightStatus = 519
+
+// corsVariables names the variables of the CORS whose settings hash to
+// id: the origin to answer, the preflight's flag, the credentials' and
+// exposed headers' values for an allowed origin, and the preflight's
+// named location.
+func corsVariables(id string) (origin, preflight, credentials, expose, location string) {
+	return "gateway_cors_origin_" + id, "gateway_cors_preflight_" + id, "gateway_cors_credentials_" + id, "gateway_cors_expose_" + id,
+		"@gateway_cors_" + id
 }
 
-// corsBlocks are the http-level maps and the location lines of a CORS
-// with origins, for the route with id.
-func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin, id string) (maps, lines string) {
-	origin, preflight, credentials, expose := corsVariables(id)
+// corsID names the blocks of c: a hash of what they write, so routes with
+// the same CORS share them.
+func corsID(c *v1.CORS) string {
+	return shortID(fmt.Sprintf("%q %q %q %q %d %t", c.AllowOrigins, c.AllowMethods, c.AllowHeaders, c.ExposeHeaders,
+		validation.CORSMaxAge(c), c.AllowCredentials))
+}
+
+// corsBlocks are what a CORS with origins writes: its http-level maps,
+// the named location that answers its preflights, and the lines of each
+// location. A location hands a preflight to the named location with an
+// error_page rather than answering it in its if: an if with add_header
+// lines inherits none of the location's, so it had to repeat them in
+// each location; the named location holds them once per server.
+func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin) (maps, preflightLocation, lines string) {
+	origin, preflight, credentials, expose, named := corsVariables(corsID(c))
 	var m strings.Builder
 	m.WriteString("# routes[].cors: the Access-Control-Allow-Origin for the request's Origin.\n")
 	fmt.Fprintf(&m, "map $http_origin $%s {\n", origin)
@@ -155,38 +187,88 @@ func corsBlocks(c *v1.CORS, origins []validation.CORSOrigin, id string) (maps, l
 		fmt.Fprintf(&m, "map $%s $%s {\n    \"\" \"\";\n    default \"%s\";\n}\n", origin, expose, joinNames(c.ExposeHeaders))
 	}
 
+	// The headers of every answer to an allowed origin.
+	answer := func(b *strings.Builder) {
+		fmt.Fprintf(b, "%sadd_header Access-Control-Allow-Origin $%s always;\n", indent, origin)
+		if c.AllowCredentials {
+			fmt.Fprintf(b, "%sadd_header Access-Control-Allow-Credentials $%s always;\n", indent, credentials)
+		}
+		if !anyOrigin {
+			// Caches keep one answer per Origin.
+			fmt.Fprintf(b, "%sadd_header Vary Origin always;\n", indent)
+		}
+	}
+	var p strings.Builder
+	fmt.Fprintf(&p, "\n    # routes[].cors: a preflight's answer.\n    location %s {\n", named)
+	answer(&p)
+	if len(c.AllowMethods) > 0 {
+		fmt.Fprintf(&p, "%sadd_header Access-Control-Allow-Methods %s always;\n", indent, corsAllowed(c.AllowMethods, corsRequestMethod))
+	}
+	if len(c.AllowHeaders) > 0 {
+		fmt.Fprintf(&p, "%sadd_header Access-Control-Allow-Headers %s always;\n", indent, corsAllowed(c.AllowHeaders, corsRequestHeaders))
+	}
+	fmt.Fprintf(&p, "%sadd_header Access-Control-Max-Age %d always;\n", indent, validation.CORSMaxAge(c))
+	fmt.Fprintf(&p, "%sreturn 204;\n    }\n", indent)
+
 	var l strings.Builder
 	for _, h := range corsBackendHeaders {
 		fmt.Fprintf(&l, "%sproxy_hide_header %s;\n", indent, h)
 	}
-	// The headers of every answer to an allowed origin.
-	answer := func(b *strings.Builder, in string) {
-		fmt.Fprintf(b, "%s%sadd_header Access-Control-Allow-Origin $%s always;\n", in, indent, origin)
-		if c.AllowCredentials {
-			fmt.Fprintf(b, "%s%sadd_header Access-Control-Allow-Credentials $%s always;\n", in, indent, credentials)
-		}
-		if !anyOrigin {
-			// Caches keep one answer per Origin.
-			fmt.Fprintf(b, "%s%sadd_header Vary Origin always;\n", in, indent)
-		}
-	}
-	answer(&l, "")
+	answer(&l)
 	if len(c.ExposeHeaders) > 0 {
 		fmt.Fprintf(&l, "%sadd_header Access-Control-Expose-Headers $%s always;\n", indent, expose)
 	}
-	// A preflight: the if's own add_header lines replace the location's,
-	// so the answer's are repeated.
-	fmt.Fprintf(&l, "%sif ($%s) {\n", indent, preflight)
-	answer(&l, "    ")
-	if len(c.AllowMethods) > 0 {
-		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Methods \"%s\" always;\n", indent, joinNames(c.AllowMethods))
+	// "=": the named location's 204 is the answer's status.
+	fmt.Fprintf(&l, "%serror_page %d = %s;\n%sif ($%s) {\n%s    return %d;\n%s}\n",
+		indent, corsPreflightStatus, named, indent, preflight, indent, corsPreflightStatus, indent)
+	return m.String(), p.String(), l.String()
+}
+
+// The variables of the "*" methods and headers (corsEchoMaps): what a
+// preflight asks for, when it is safe to answer as it is.
+const (
+	corsRequestMethod  = "gateway_cors_request_method"
+	corsRequestHeaders = "gateway_cors_request_headers"
+)
+
+// corsAllowed is the value of Access-Control-Allow-Methods or -Headers
+// for names: the variable echo of what the preflight asks for when names
+// is "*" (a literal "*" names nothing to a browser that sends
+// credentials), the names quoted otherwise.
+func corsAllowed[S ~string](names []S, echo string) string {
+	if validation.AllowsAny(names) {
+		return "$" + echo
 	}
-	if len(c.AllowHeaders) > 0 {
-		fmt.Fprintf(&l, "    %sadd_header Access-Control-Allow-Headers \"%s\" always;\n", indent, joinNames(c.AllowHeaders))
-	}
-	fmt.Fprintf(&l, "    %sadd_header Access-Control-Max-Age %d always;\n", indent, validation.CORSMaxAge(c))
-	fmt.Fprintf(&l, "    %sreturn 204;\n%s}\n", indent, indent)
-	return m.String(), l.String()
+	return "\"" + joinNames(names) + "\""
+}
+
+// corsUsesEcho reports whether c allows every method or header, and so
+// needs corsEchoMaps.
+func corsUsesEcho(c *v1.CORS) bool {
+	return c != nil && (validation.AllowsAny(c.AllowMethods) || validation.AllowsAny(c.AllowHeaders))
+}
+
+// writeCORSEchoMaps writes, once per gateway, the maps that take a
+// preflight's Access-Control-Request-Method and -Headers as the answer's
+// Access-Control-Allow-Methods and -Headers of a "*". The request's
+// value is a tenant's client's: nginx's parser already refuses a CR, LF
+// or NUL in a header, and these maps answer only what they match, a
+// token of at most 32 characters, or a list of header-name tokens
+// separated by commas and spaces of at most 1024 characters, and ""
+// (no header: the browser refuses the preflight) for anything else. An
+// OPTIONS answer is not cacheable (RFC 9110, 9.3.7), so the echo needs
+// no Vary.
+func writeCORSEchoMaps(b *strings.Builder) {
+	b.WriteString("# routes[].cors \"*\": the method and headers a preflight asks for, when they are tokens.\n")
+	fmt.Fprintf(b, "map $http_access_control_request_method $%s {\n    default \"\";\n    \"~^[-A-Za-z0-9_]{1,32}$\" $http_access_control_request_method;\n}\n", corsRequestMethod)
+	fmt.Fprintf(b, "map $http_access_control_request_headers $%s {\n    default \"\";\n    \"~^(?=.{1,1024}$)[-A-Za-z0-9_]+(?: *, *[-A-Za-z0-9_]+)*$\" $http_access_control_request_headers;\n}\n", corsRequestHeaders)
+}
+
+// corsEchoMapsBytes is the size of the echo maps.
+func corsEchoMapsBytes() int {
+	var b strings.Builder
+	writeCORSEchoMaps(&b)
+	return b.Len()
 }
 
 // corsOriginEntry is the map entry of an allowed origin o (not "*"): an
@@ -213,15 +295,45 @@ func joinNames[S ~string](names []S) string {
 	return strings.Join(s, ", ")
 }
 
-// corsBound bounds what r's CORS writes: its lines in each location and
-// its maps, measured as writeCORS writes them.
+// corsBound bounds what r's CORS writes in each of its locations. Its
+// maps, which routes with the same CORS share, and its named location,
+// once per server, sizeBound counts once (corsShared).
 func corsBound(r *v1.Route) (perLocation, http int) {
+	if t := corsMeasured(r); t != nil {
+		return len(t.cors), 0
+	}
+	return 0, 0
+}
+
+// corsMeasured is r's CORS as writeCORS writes it, nil for none (or one
+// the renderer refuses).
+func corsMeasured(r *v1.Route) *routeTraffic {
 	if r.CORS == nil {
-		return 0, 0
+		return nil
 	}
-	w := &trafficWriter{t: &routeTraffic{}, id: routeID("")}
+	w := &trafficWriter{t: &routeTraffic{}}
 	if errs := writeCORS(w, r, field.NewPath("cors")); len(errs) > 0 {
-		return 0, 0
+		return nil
 	}
-	return len(w.t.cors), w.http.Len()
+	return w.t
+}
+
+// corsShared counts, in sizeBound, the blocks of r's CORS that routes
+// share: its maps once per gateway and its named location once per
+// server; seen holds what was counted.
+func corsShared(r *v1.Route, seen map[string]bool) int {
+	t := corsMeasured(r)
+	if t == nil {
+		return 0
+	}
+	total := 0
+	if !seen[t.corsMaps] {
+		seen[t.corsMaps] = true
+		total += len(t.corsMaps)
+	}
+	if key := string(r.Host) + " " + t.corsPreflight; !seen[key] {
+		seen[key] = true
+		total += len(t.corsPreflight)
+	}
+	return total
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,7 @@ func TestRenderCORS(t *testing.T) {
 	}{
 		"an exact origin and a suffix with a port": {
 			cors: v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com", "http://*.example.org:8080"}, AllowCredentials: true,
-				AllowMethods: []v1.HTTPMethod{"PUT"}, AllowHeaders: []v1.HTTPHeaderName{"X-A", "X-B"}, ExposeHeaders: []v1.HTTPHeaderName{"X-C"}},
+				AllowMethods: []v1.CORSMethod{"PUT"}, AllowHeaders: []v1.CORSHeaderName{"X-A", "X-B"}, ExposeHeaders: []v1.HTTPHeaderName{"X-C"}},
 			want: []string{
 				`"https://app.example.com" "https://app.example.com";`,
 				`"~^http://(?:[a-z0-9-]+\.)+example\.org:8080$" "$http_origin";`,
@@ -37,18 +38,32 @@ func TestRenderCORS(t *testing.T) {
 				`default "X-C";`,
 				`default "true";`,
 				"proxy_hide_header Access-Control-Allow-Origin;",
+				"error_page 519 = @gateway_cors_",
+				"return 519;",
 				"return 204;",
 			},
 		},
 		"any origin": {
 			cors: v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, MaxAge: ptr.To[int32](86400)},
 			want: []string{"    default \"*\";\n    \"\" \"\";\n", "add_header Access-Control-Max-Age 86400 always;"},
-			not:  []string{"Vary", "Access-Control-Allow-Credentials $", "Access-Control-Expose-Headers $", "Access-Control-Allow-Methods \"", "Access-Control-Allow-Headers \""},
+			not: []string{"Vary", "Access-Control-Allow-Credentials $", "Access-Control-Expose-Headers $", "Access-Control-Allow-Methods \"", "Access-Control-Allow-Headers \"",
+				"$http_access_control_request_method;"},
+		},
+		"* methods and headers": {
+			cors: v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}, AllowCredentials: true,
+				AllowMethods: []v1.CORSMethod{"*"}, AllowHeaders: []v1.CORSHeaderName{"*"}},
+			want: []string{
+				"add_header Access-Control-Allow-Methods $gateway_cors_request_method always;",
+				"add_header Access-Control-Allow-Headers $gateway_cors_request_headers always;",
+				`"~^[-A-Za-z0-9_]{1,32}$" $http_access_control_request_method;`,
+				`"~^(?=.{1,1024}$)[-A-Za-z0-9_]+(?: *, *[-A-Za-z0-9_]+)*$" $http_access_control_request_headers;`,
+			},
+			not: []string{`Access-Control-Allow-Methods "*"`, `Access-Control-Allow-Headers "*"`},
 		},
 		"preflight before externalAuth": {
 			cors: v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}},
 			auth: true,
-			want: []string{"return 204;\n        }\n        auth_request"},
+			want: []string{"return 519;\n        }\n        auth_request"},
 		},
 	}
 	for name, tc := range tests {
@@ -62,6 +77,36 @@ func TestRenderCORS(t *testing.T) {
 			assertRendered(t, gateway("gw", r), Options{Resolvers: []string{"127.0.0.1"}}, tc.want, tc.not)
 		})
 	}
+}
+
+// TestRenderCORSSharesItsBlocks: routes with the same CORS share its
+// maps (once per gateway) and its preflight's named location (once per
+// server); a route with another CORS has its own.
+func TestRenderCORSSharesItsBlocks(t *testing.T) {
+	shared := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}, AllowMethods: []v1.CORSMethod{"PUT"}}
+	other := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com"}, AllowMethods: []v1.CORSMethod{"DELETE"}}
+	var routes []v1.Route
+	for _, host := range []string{"a.example.com", "b.example.com"} {
+		for _, path := range []string{"/one/", "/two/"} {
+			r := route(host, path, v1.PathTypePrefix, "web", 80)
+			r.CORS = shared
+			routes = append(routes, r)
+		}
+	}
+	r := route("a.example.com", "/three/", v1.PathTypePrefix, "web", 80)
+	r.CORS = other
+	routes = append(routes, r)
+	config, err := Config(gateway("gw", routes...), Options{Resolvers: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	id, otherID := corsID(shared), corsID(other)
+	require.NotEqual(t, id, otherID)
+	assert.Equal(t, 1, strings.Count(config, "map $http_origin $gateway_cors_origin_"+id+" {"), "the maps, once per gateway")
+	assert.Equal(t, 1, strings.Count(config, "map $http_origin $gateway_cors_origin_"+otherID+" {"))
+	assert.Equal(t, 2, strings.Count(config, "location @gateway_cors_"+id+" {"), "the named location, once per server")
+	assert.Equal(t, 1, strings.Count(config, "location @gateway_cors_"+otherID+" {"))
+	// Each of the 5 Prefix routes' 2 locations hands its preflights over.
+	assert.Equal(t, 10, strings.Count(config, "error_page 519 = @gateway_cors_"))
+	checkBound(t, gateway("gw", routes...))
 }
 
 // assertRendered renders gw with opts and asserts that the configuration
@@ -97,8 +142,11 @@ func TestRenderCORSRefusesWhatItWouldEscape(t *testing.T) {
 		"an origin with a regex":      {origin("https://a.example.(com|org)"), "cors.allowOrigins[0]"},
 		"an origin with a path":       {origin("https://a.example.com/x"), "cors.allowOrigins[0]"},
 		"an origin's port past 65535": {origin("https://a.example.com:70000"), "cors.allowOrigins[0]"},
-		"a method with a space":       {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowMethods: []v1.HTTPMethod{"GET POST"}}, "cors.allowMethods[0]"},
-		"a header with a quote":       {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowHeaders: []v1.HTTPHeaderName{`X"`}}, "cors.allowHeaders[0]"},
+		"a method with a space":       {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowMethods: []v1.CORSMethod{"GET POST"}}, "cors.allowMethods[0]"},
+		"a method * with another":     {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowMethods: []v1.CORSMethod{"GET", "*"}}, "cors.allowMethods[1]"},
+		"a header * with another":     {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowHeaders: []v1.CORSHeaderName{"*", "X-A"}}, "cors.allowHeaders[0]"},
+		"an exposed header *":         {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, ExposeHeaders: []v1.HTTPHeaderName{"*"}}, "cors.exposeHeaders[0]"},
+		"a header with a quote":       {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowHeaders: []v1.CORSHeaderName{`X"`}}, "cors.allowHeaders[0]"},
 		"an exposed header with ','":  {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, ExposeHeaders: []v1.HTTPHeaderName{"a,b"}}, "cors.exposeHeaders[0]"},
 		"maxAge 0":                    {v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, MaxAge: ptr.To[int32](0)}, "cors.maxAge"},
 	} {
@@ -123,6 +171,8 @@ func FuzzRenderCORSStrings(f *testing.F) {
 	}
 	f.Add("https://*.a-b.example.com:8443", "DELETE", "X-A")
 	f.Add("*", "PATCH", "Authorization")
+	f.Add("*", "*", "X-A")
+	f.Add("https://a.example.com", "*", "*")
 	f.Fuzz(func(t *testing.T, origin, method, header string) {
 		opts := Options{Resolvers: []string{"127.0.0.1"}}
 		config, err := Config(fuzzCORSGateway(origin, method, header), opts)
@@ -142,7 +192,11 @@ func FuzzRenderCORSStrings(f *testing.F) {
 				harmless += ":1"
 			}
 		}
-		want, err := Config(fuzzCORSGateway(harmless, "PUT", "X-H"), opts)
+		harmlessMethod := "PUT"
+		if method == validation.AnyCORSName {
+			harmlessMethod = method
+		}
+		want, err := Config(fuzzCORSGateway(harmless, harmlessMethod, "X-H"), opts)
 		require.NoError(t, err, "a harmless gateway")
 		assert.Equal(t, directives(t, want), directives(t, config), "%s", config)
 	})
@@ -151,7 +205,7 @@ func FuzzRenderCORSStrings(f *testing.F) {
 // fuzzCORSGateway is a route whose CORS has origin, method and header.
 func fuzzCORSGateway(origin, method, header string) *v1.APIGateway {
 	r := route("fuzz.example.com", "/api", v1.PathTypePrefix, "web", 80)
-	r.CORS = &v1.CORS{AllowOrigins: []v1.CORSOrigin{v1.CORSOrigin(origin)}, AllowMethods: []v1.HTTPMethod{v1.HTTPMethod(method)},
-		AllowHeaders: []v1.HTTPHeaderName{v1.HTTPHeaderName(header)}, ExposeHeaders: []v1.HTTPHeaderName{v1.HTTPHeaderName(header)}}
+	r.CORS = &v1.CORS{AllowOrigins: []v1.CORSOrigin{v1.CORSOrigin(origin)}, AllowMethods: []v1.CORSMethod{v1.CORSMethod(method)},
+		AllowHeaders: []v1.CORSHeaderName{v1.CORSHeaderName(header)}, ExposeHeaders: []v1.HTTPHeaderName{v1.HTTPHeaderName(header)}}
 	return gateway("fuzz", r)
 }

@@ -47,7 +47,7 @@ func corsBackend(t *testing.T, seen *atomic.Int64) int32 {
 // the others; /plain/ has no cors.
 func corsRoutes(port int32) []v1.Route {
 	named := &v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com", "https://*.example.org:8443"},
-		AllowMethods: []v1.HTTPMethod{"PUT", "DELETE"}, AllowHeaders: []v1.HTTPHeaderName{"X-Team"},
+		AllowMethods: []v1.CORSMethod{"PUT", "DELETE"}, AllowHeaders: []v1.CORSHeaderName{"X-Team"},
 		ExposeHeaders: []v1.HTTPHeaderName{"X-Request-Id"}, MaxAge: new(int32(600)), AllowCredentials: true}
 	at := func(path string, c *v1.CORS) v1.Route {
 		r := route("api.example.com", path, v1.PathTypePrefix, "cors-backend", port)
@@ -66,7 +66,9 @@ func corsRoutes(port int32) []v1.Route {
 		Matches:        []v1.RequestMatch{{Headers: []v1.HeaderMatch{{Name: "X-Canary", Type: v1.MatchPresent}}}},
 		BackendService: v1.BackendService{Name: "cors-backend", Port: v1.PortNumber(port)},
 	}}}
-	return []v1.Route{app, anyOrigin, ranged, private, moved, ruled, at("/plain/", nil)}
+	star := *named
+	star.AllowMethods, star.AllowHeaders = []v1.CORSMethod{"*"}, []v1.CORSHeaderName{"*"}
+	return []v1.Route{app, anyOrigin, ranged, private, moved, ruled, at("/star/", &star), at("/plain/", nil)}
 }
 
 // TestDataPlaneCORS: through real nginx, on both sides of each decision:
@@ -192,4 +194,74 @@ func TestDataPlaneCORS(t *testing.T) {
 	resp, _, err := dataplane.RawResponse("127.0.0.1", nginx.httpAddr, "GET /plain/x HTTP/1.1", "api.example.com", "Origin: "+app)
 	require.NoError(t, err)
 	assert.Equal(t, "https://evil.example", resp.Header.Get("Access-Control-Allow-Origin"))
+}
+
+// TestDataPlaneCORSAnyMethodAndHeader: through real nginx, a route whose
+// allowMethods and allowHeaders are "*" (with credentials) answers a
+// preflight with the method and headers it asks for, any of them, and a
+// route that names its methods and headers answers with those only, so
+// the browser refuses another. What the preflight asks for is the
+// client's: the gateway echoes only a bounded token or list of tokens,
+// and answers no Access-Control-Allow-Methods or -Headers for anything
+// else (the browser then refuses the preflight); nginx itself refuses a
+// CR in a header.
+func TestDataPlaneCORSAnyMethodAndHeader(t *testing.T) {
+	var seen atomic.Int64
+	gw := gateway("cors", corsRoutes(corsBackend(t, &seen))...)
+	nginx := startNginxOn(t, nginxBinary(t), "127.0.0.1", func(opts Options) (string, error) { return Config(gw, opts) }, startServiceDNS(t))
+	const app = "https://app.example.com"
+	longList := strings.TrimSuffix(strings.Repeat("x-abcdefghi,", 85), ",") // 1019 bytes
+	cases := map[string]struct {
+		path, method, headers string
+		status                int
+		// allowMethods and allowHeaders are the answer's, "" for none.
+		allowMethods, allowHeaders string
+	}{
+		"*: any method and headers":        {"/star/x", "PURGE", "x-anything,x-other", 204, "PURGE", "x-anything,x-other"},
+		"*: a lower-case method":           {"/star/x", "patch", "x-a, x-b", 204, "patch", "x-a, x-b"},
+		"*: Authorization too":             {"/star/x", "PUT", "authorization", 204, "PUT", "authorization"},
+		"*: 1019 bytes of headers":         {"/star/x", "PUT", longList, 204, "PUT", longList},
+		"*: past 1024 bytes of headers":    {"/star/x", "PUT", longList + ",x-abcdef", 204, "PUT", ""},
+		"*: a method of 32 characters":     {"/star/x", strings.Repeat("M", 32), "x-a", 204, strings.Repeat("M", 32), "x-a"},
+		"*: a method of 33 characters":     {"/star/x", strings.Repeat("M", 33), "x-a", 204, "", "x-a"},
+		"*: a method with a quote":         {"/star/x", `PU"T`, "x-a", 204, "", "x-a"},
+		"*: a method with a space":         {"/star/x", "PUT x", "x-a", 204, "", "x-a"},
+		"*: headers with a semicolon":      {"/star/x", "PUT", "x-a;x-b", 204, "PUT", ""},
+		"*: headers with a colon":          {"/star/x", "PUT", "x-a, Set-Cookie: a=b", 204, "PUT", ""},
+		"*: headers past ASCII":            {"/star/x", "PUT", "x-\xc3\xa9", 204, "PUT", ""},
+		"*: headers with a CR":             {"/star/x", "PUT", "x-a\rSet-Cookie: a=b", 400, "", ""},
+		"*: an empty list of headers":      {"/star/x", "PUT", ",", 204, "PUT", ""},
+		"named: another method and header": {"/app/x", "PURGE", "x-anything", 204, "PUT, DELETE", "X-Team"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := seen.Load()
+			resp, body, err := dataplane.RawResponse("127.0.0.1", nginx.httpAddr, "OPTIONS "+tc.path+" HTTP/1.1", "api.example.com",
+				"Origin: "+app, "Access-Control-Request-Method: "+tc.method, "Access-Control-Request-Headers: "+tc.headers)
+			require.NoError(t, err, nginx.logs())
+			require.Equal(t, tc.status, resp.StatusCode, "body: %s\n%s", body, nginx.logs())
+			assert.Equal(t, int64(0), seen.Load()-before, "the backend saw the preflight")
+			assert.Empty(t, resp.Header.Values("Set-Cookie"))
+			for header, want := range map[string]string{"Access-Control-Allow-Methods": tc.allowMethods, "Access-Control-Allow-Headers": tc.allowHeaders} {
+				if want == "" {
+					assert.Empty(t, resp.Header.Values(header), header)
+					continue
+				}
+				assert.Equal(t, []string{want}, resp.Header.Values(header), header)
+			}
+			if tc.status == 204 {
+				assert.Equal(t, []string{app}, resp.Header.Values("Access-Control-Allow-Origin"))
+				assert.Equal(t, []string{"true"}, resp.Header.Values("Access-Control-Allow-Credentials"))
+			}
+		})
+	}
+
+	// An actual request on a "*" route gets neither: they are a
+	// preflight's, and the backend's own are hidden.
+	resp, _, err := dataplane.RawResponse("127.0.0.1", nginx.httpAddr, "PURGE /star/x HTTP/1.1", "api.example.com", "Origin: "+app,
+		"Access-Control-Request-Method: PURGE")
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, app, resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Empty(t, resp.Header.Values("Access-Control-Allow-Methods"))
 }

@@ -334,16 +334,24 @@ func authRedirectMapsBytes() int {
 	return len(b.String())
 }
 
-// writeAuthLocations writes the internal locations of the external
-// authentications of a server's locations, in their sorted order, each
-// once: a route has one or two locations, and routes with the same
-// external authentication share one.
-func writeAuthLocations(b *strings.Builder, sorted []location) {
+// writeSharedLocations writes the named and internal locations a
+// server's locations share, in their sorted order, each once: those of
+// their external authentications and of their CORS's preflights. A route
+// has one or two locations, and routes with the same external
+// authentication or CORS share one.
+func writeSharedLocations(b *strings.Builder, sorted []location) {
 	written := map[string]bool{}
-	for _, l := range sorted {
-		if a := l.traffic.auth; a != nil && !written[a.location] {
-			written[a.location] = true
-			b.WriteString(a.block)
+	write := func(name, block string) {
+		if block != "" && !written[name] {
+			written[name] = true
+			b.WriteString(block)
 		}
+	}
+	for _, l := range sorted {
+		if a := l.traffic.auth; a != nil {
+			write(a.location, a.block)
+		}
+		// Named after a hash of the CORS: the block names itself.
+		write(l.traffic.corsPreflight, l.traffic.corsPreflight)
 	}
 }

@@ -338,8 +338,10 @@ func withRules(locs []location, r *v1.Route, backendOf func(v1.ServiceName, int3
 // usedHTTPBlocks joins the http-level blocks of the routes in traffic that
 // serve a location in servers: a route that lost every location to
 // another (the same match) needs none, and its names would repeat the
-// winner's. Routes with the same source ranges share one geo block; the
-// sign-in redirects' escaping maps are written once.
+// winner's. Routes with the same source ranges share one geo block, and
+// routes with the same CORS its maps; the
+// sign-in redirects' escaping maps and CORS's echo maps are written
+// once.
 func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraffic) string {
 	used := map[*routeTraffic]bool{}
 	for _, locs := range servers {
@@ -349,19 +351,25 @@ func usedHTTPBlocks(servers map[string]map[string]location, traffic []*routeTraf
 	}
 	var b strings.Builder
 	geos := map[string]bool{}
-	signIn := false
+	signIn, corsEcho := false, false
 	for _, t := range traffic {
 		if used[t] {
 			b.WriteString(t.http)
-			if t.sourceGeo != "" && !geos[t.sourceGeo] {
-				geos[t.sourceGeo] = true
-				b.WriteString(t.sourceGeo)
+			for _, shared := range []string{t.sourceGeo, t.corsMaps} {
+				if shared != "" && !geos[shared] {
+					geos[shared] = true
+					b.WriteString(shared)
+				}
 			}
 			signIn = signIn || t.auth != nil && t.auth.signIn
+			corsEcho = corsEcho || t.corsEcho
 		}
 	}
 	if signIn {
 		writeAuthRedirectMaps(&b)
+	}
+	if corsEcho {
+		writeCORSEchoMaps(&b)
 	}
 	return b.String()
 }
@@ -624,7 +632,7 @@ server {
 	for _, l := range sorted {
 		writeLocation(b, l)
 	}
-	writeAuthLocations(b, sorted)
+	writeSharedLocations(b, sorted)
 	if _, ok := locs[nginxQuoted("/")]; !ok {
 		b.WriteString(`
     location / {

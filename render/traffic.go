@@ -78,9 +78,13 @@ type routeTraffic struct {
 	// auth is the route's external authentication, checked; nil for none
 	// (externalauth.go).
 	auth *authTarget
-	// cors are the location's lines of the route's CORS, "" for none
+	// cors are the location's lines of the route's CORS, "" for none;
+	// corsMaps its maps, written once per gateway for routes with the
+	// same CORS, and corsPreflight its preflight's named location, once
+	// per server; corsEcho whether they read the echo maps of a "*"
 	// (cors.go).
-	cors string
+	cors, corsMaps, corsPreflight string
+	corsEcho                      bool
 }
 
 // buildTraffic renders the traffic settings of r, a route that passed

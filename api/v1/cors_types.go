@@ -23,19 +23,28 @@ type CORS struct {
 	AllowOrigins []CORSOrigin `json:"allowOrigins"`
 
 	// allowMethods are the methods a preflight allows, besides GET, HEAD
-	// and POST, which browsers always allow. Each once.
+	// and POST, which browsers always allow. Each once; "*" alone allows
+	// every method: the gateway answers a preflight with the method it
+	// asks for (Access-Control-Request-Method), which browsers also
+	// honour with allowCredentials, where a literal "*" would name no
+	// method.
 	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:XValidation:rule="!('*' in self) || self.size() == 1",message="'*' allows every method: list it alone"
 	// +listType=set
 	// +optional
-	AllowMethods []HTTPMethod `json:"allowMethods,omitempty"`
+	AllowMethods []CORSMethod `json:"allowMethods,omitempty"`
 
 	// allowHeaders are the request headers a preflight allows, besides
 	// those browsers always allow (Accept, Content-Type of a form, ...).
-	// Up to 32, each once.
+	// Up to 32, each once; "*" alone allows every header: the gateway
+	// answers a preflight with the headers it asks for
+	// (Access-Control-Request-Headers, Authorization included), which
+	// browsers also honour with allowCredentials.
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="!('*' in self) || self.size() == 1",message="'*' allows every header: list it alone"
 	// +listType=set
 	// +optional
-	AllowHeaders []HTTPHeaderName `json:"allowHeaders,omitempty"`
+	AllowHeaders []CORSHeaderName `json:"allowHeaders,omitempty"`
 
 	// exposeHeaders are the response headers a script may read, besides
 	// those browsers always let it (Cache-Control, Content-Type, ...). Up
@@ -69,3 +78,17 @@ type CORS struct {
 // +kubebuilder:validation:Pattern=`^(\*|https?://(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)+(:[1-9][0-9]{0,4})?)$`
 // +kubebuilder:validation:XValidation:rule="!self.matches(':[0-9]+$') || int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="the port is from 1 to 65535"
 type CORSOrigin string
+
+// CORSMethod is a request method a preflight allows, or "*": any.
+// +kubebuilder:validation:Enum=GET;HEAD;POST;PUT;DELETE;CONNECT;OPTIONS;TRACE;PATCH;*
+type CORSMethod string
+
+// CORSHeaderName is a request header a preflight allows: letters, digits
+// and '-', starting with a letter or digit, at most 64 characters; or
+// "*": any. Unlike HTTPHeaderName it may name a header the gateway sets
+// itself: allowing a script to send one changes no header the gateway
+// sets (browsers never send Host, Connection, ... at all).
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:Pattern=`^(\*|[A-Za-z0-9][-A-Za-z0-9]*)$`
+type CORSHeaderName string

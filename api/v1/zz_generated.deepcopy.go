@@ -212,12 +212,12 @@ func (in *CORS) DeepCopyInto(out *CORS) {
 	}
 	if in.AllowMethods != nil {
 		in, out := &in.AllowMethods, &out.AllowMethods
-		*out = make([]HTTPMethod, len(*in))
+		*out = make([]CORSMethod, len(*in))
 		copy(*out, *in)
 	}
 	if in.AllowHeaders != nil {
 		in, out := &in.AllowHeaders, &out.AllowHeaders
-		*out = make([]HTTPHeaderName, len(*in))
+		*out = make([]CORSHeaderName, len(*in))
 		copy(*out, *in)
 	}
 	if in.ExposeHeaders != nil {

@@ -417,6 +417,7 @@ func TestRoutedThroughTraefik(t *testing.T) {
 	})
 
 	t.Run("redirects", func(t *testing.T) { redirectsThroughTraefik(t) })
+	t.Run("cors", func(t *testing.T) { corsThroughTraefik(t) })
 }
 
 // startEchoBackends starts an echo backend for each of services, on

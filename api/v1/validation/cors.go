@@ -24,14 +24,29 @@ var routeCORS = field.NewPath("cors")
 
 // The schema's messages, said again by the Go rules.
 const (
-	corsCredentialsMessage = "allowCredentials lets the browser send cookies: it needs the origins named, not '*' (any site could read the answers with the user's credentials)"
-	corsAnyAloneMessage    = "'*' allows every origin: list it alone"
-	corsPortMessage        = "the port is from 1 to 65535"
-	corsOriginMessage      = "must be '*', or http:// or https://, a lower-case DNS name optionally starting '*.', and an optional port, such as https://app.example.com or https://*.example.com:8443"
+	corsCredentialsMessage    = "allowCredentials lets the browser send cookies: it needs the origins named, not '*' (any site could read the answers with the user's credentials)"
+	corsAnyAloneMessage       = "'*' allows every origin: list it alone"
+	corsPortMessage           = "the port is from 1 to 65535"
+	corsResponseHeaderMessage = "sets an Access-Control-* header, which the route's cors writes: a browser refuses two values; change cors instead"
+	corsAnyMethodMessage      = "'*' allows every method: list it alone"
+	corsAnyHeaderMessage      = "'*' allows every header: list it alone"
+	corsHeaderNameMessage     = "must be '*', or letters, digits and '-', starting with a letter or digit, such as X-Team"
+	corsOriginMessage         = "must be '*', or http:// or https://, a lower-case DNS name optionally starting '*.', and an optional port, such as https://app.example.com or https://*.example.com:8443"
 )
 
-// AnyOrigin is the allowOrigins entry that allows every origin.
-const AnyOrigin = "*"
+// AnyOrigin is the allowOrigins entry that allows every origin, and
+// AnyCORSName the allowMethods or allowHeaders entry that allows every
+// method or header.
+const (
+	AnyOrigin   = "*"
+	AnyCORSName = "*"
+)
+
+// AllowsAny reports whether names is "*" alone, the list admission
+// accepts with "*": every method or header is allowed.
+func AllowsAny[S ~string](names []S) bool {
+	return len(names) == 1 && names[0] == AnyCORSName
+}
 
 // DefaultCORSMaxAge is a preflight's Access-Control-Max-Age when a route
 // names none: Gateway API's default.
@@ -97,12 +112,17 @@ func validateCORS(r *v1.Route) field.ErrorList {
 	if c.AllowCredentials && slices.Contains(c.AllowOrigins, AnyOrigin) {
 		errs = append(errs, field.Invalid(routeCORS.Child("allowCredentials"), true, corsCredentialsMessage))
 	}
-	method := func(m v1.HTTPMethod) string { return string(m) }
-	errs = append(errs, eachCondition(c.AllowMethods, routeCORS.Child("allowMethods"), limits.corsMethods, method, validateCORSMethod)...)
+	methods, allowHeaders := routeCORS.Child("allowMethods"), routeCORS.Child("allowHeaders")
+	method := func(m v1.CORSMethod) string { return string(m) }
+	errs = append(errs, eachCondition(c.AllowMethods, methods, limits.corsMethods, method, validateCORSMethod)...)
+	errs = append(errs, anyAlone(c.AllowMethods, methods, corsAnyMethodMessage)...)
+	allowed := func(n v1.CORSHeaderName) string { return string(n) }
+	errs = append(errs, eachCondition(c.AllowHeaders, allowHeaders, limits.corsAllowHeaders, allowed, validateCORSHeaderName)...)
+	errs = append(errs, anyAlone(c.AllowHeaders, allowHeaders, corsAnyHeaderMessage)...)
 	name := func(n v1.HTTPHeaderName) string { return string(n) }
 	check := func(n v1.HTTPHeaderName, f *field.Path) field.ErrorList { return validateHeaderName(string(n), f) }
-	errs = append(errs, eachCondition(c.AllowHeaders, routeCORS.Child("allowHeaders"), limits.corsAllowHeaders, name, check)...)
 	errs = append(errs, eachCondition(c.ExposeHeaders, routeCORS.Child("exposeHeaders"), limits.corsExposeHeaders, name, check)...)
+	errs = append(errs, corsResponseHeaders(r.ResponseHeaders)...)
 	if c.MaxAge != nil && !limits.corsMaxAge.holds(int64(*c.MaxAge)) {
 		errs = append(errs, field.Invalid(routeCORS.Child("maxAge"), *c.MaxAge, fmt.Sprintf("must be from %d to %d seconds", limits.corsMaxAge.min, limits.corsMaxAge.max)))
 	}
@@ -122,11 +142,45 @@ func validateCORSOrigin(o v1.CORSOrigin, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateCORSMethod(m v1.HTTPMethod, fld *field.Path) field.ErrorList {
-	if methods := rules().methods; !slices.Contains(methods, string(m)) {
+// corsResponseHeaders refuses response headers that set or add an
+// Access-Control-* header on a route with cors: the answer would carry
+// cors's value and the route's, and a browser refuses two (or takes the
+// wrong one). Removing one is harmless: cors hides the backend's anyway.
+// The schema's rule is on the route, at responseHeaders: reported once,
+// there.
+func corsResponseHeaders(m *v1.HeaderModifier) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	for _, h := range slices.Concat(m.Set, m.Add) {
+		if strings.HasPrefix(strings.ToLower(string(h.Name)), "access-control-") {
+			return field.ErrorList{field.Invalid(routeResponseHeaders, h.Name, corsResponseHeaderMessage)}
+		}
+	}
+	return nil
+}
+
+// anyAlone refuses "*" beside other names, at the list, as the schema's
+// rule does.
+func anyAlone[S ~string](names []S, fld *field.Path, message string) field.ErrorList {
+	if slices.Contains(names, AnyCORSName) && len(names) > 1 {
+		return field.ErrorList{field.Invalid(fld, names, message)}
+	}
+	return nil
+}
+
+func validateCORSMethod(m v1.CORSMethod, fld *field.Path) field.ErrorList {
+	if methods := rules().corsMethodValues; !slices.Contains(methods, string(m)) {
 		return field.ErrorList{field.NotSupported(fld, m, methods)}
 	}
 	return nil
+}
+
+func validateCORSHeaderName(n v1.CORSHeaderName, fld *field.Path) field.ErrorList {
+	if n == "" {
+		return field.ErrorList{field.Required(fld, corsHeaderNameMessage)}
+	}
+	return validateString(string(n), fld, rules().corsHeaderName, corsHeaderNameMessage)
 }
 
 // corsShown bounds the origins CORSString names.

@@ -18,7 +18,7 @@ import (
 func corsCases(add addCase) {
 	valid := func() v1.CORS {
 		return v1.CORS{AllowOrigins: []v1.CORSOrigin{"https://app.example.com", "https://*.example.org:8443"},
-			AllowMethods: []v1.HTTPMethod{"PUT", "DELETE"}, AllowHeaders: []v1.HTTPHeaderName{"X-Team", "Authorization"},
+			AllowMethods: []v1.CORSMethod{"PUT", "DELETE"}, AllowHeaders: []v1.CORSHeaderName{"X-Team", "Authorization"},
 			ExposeHeaders: []v1.HTTPHeaderName{"X-Request-Id"}, MaxAge: ptr.To[int32](600), AllowCredentials: true}
 	}
 	origins := func(n int) []v1.CORSOrigin {
@@ -32,6 +32,13 @@ func corsCases(add addCase) {
 		out := make([]v1.HTTPHeaderName, n)
 		for i := range out {
 			out[i] = v1.HTTPHeaderName(fmt.Sprintf("X-H%d", i))
+		}
+		return out
+	}
+	allowed := func(n int) []v1.CORSHeaderName {
+		out := make([]v1.CORSHeaderName, n)
+		for i, h := range names(n) {
+			out[i] = v1.CORSHeaderName(h)
 		}
 		return out
 	}
@@ -49,19 +56,36 @@ func corsCases(add addCase) {
 		"32 origins":      func(c *v1.CORS) { c.AllowOrigins = origins(32) },
 		"33 origins":      func(c *v1.CORS) { c.AllowOrigins = origins(33) },
 		"9 methods": func(c *v1.CORS) {
-			c.AllowMethods = []v1.HTTPMethod{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+			c.AllowMethods = []v1.CORSMethod{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
 		},
-		"a method twice":           func(c *v1.CORS) { c.AllowMethods = []v1.HTTPMethod{"PUT", "PUT"} },
-		"a lower-case method":      func(c *v1.CORS) { c.AllowMethods = []v1.HTTPMethod{"put"} },
-		"method *":                 func(c *v1.CORS) { c.AllowMethods = []v1.HTTPMethod{"*"} },
-		"32 allowed headers":       func(c *v1.CORS) { c.AllowHeaders = names(32) },
-		"33 allowed headers":       func(c *v1.CORS) { c.AllowHeaders = names(33) },
+		"a method twice":           func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"PUT", "PUT"} },
+		"a lower-case method":      func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"put"} },
+		"method *":                 func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"*"} },
+		"method * and PUT":         func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"PUT", "*"} },
+		"method * twice":           func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"*", "*"} },
+		"method **":                func(c *v1.CORS) { c.AllowMethods = []v1.CORSMethod{"**"} },
+		"32 allowed headers":       func(c *v1.CORS) { c.AllowHeaders = allowed(32) },
+		"33 allowed headers":       func(c *v1.CORS) { c.AllowHeaders = allowed(33) },
 		"32 exposed headers":       func(c *v1.CORS) { c.ExposeHeaders = names(32) },
 		"33 exposed headers":       func(c *v1.CORS) { c.ExposeHeaders = names(33) },
-		"an allowed header twice":  func(c *v1.CORS) { c.AllowHeaders = []v1.HTTPHeaderName{"X-A", "X-A"} },
+		"an allowed header twice":  func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"X-A", "X-A"} },
 		"an exposed header twice":  func(c *v1.CORS) { c.ExposeHeaders = []v1.HTTPHeaderName{"X-A", "X-A"} },
-		"allowed header *":         func(c *v1.CORS) { c.AllowHeaders = []v1.HTTPHeaderName{"*"} },
-		"allowed header Host":      func(c *v1.CORS) { c.AllowHeaders = []v1.HTTPHeaderName{"Host"} },
+		"allowed header *":         func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"*"} },
+		"allowed header Host":      func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"Host"} },
+		"allowed header * and X-A": func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"X-A", "*"} },
+		"allowed header * twice":   func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"*", "*"} },
+		"allowed header **":        func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"**"} },
+		"allowed header X-*":       func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{"X-*"} },
+		"allowed header 65 bytes": func(c *v1.CORS) {
+			c.AllowHeaders = []v1.CORSHeaderName{v1.CORSHeaderName("X" + strings.Repeat("a", 64))}
+		},
+		"allowed header 64 bytes": func(c *v1.CORS) {
+			c.AllowHeaders = []v1.CORSHeaderName{v1.CORSHeaderName("X" + strings.Repeat("a", 63))}
+		},
+		"exposed header *": func(c *v1.CORS) { c.ExposeHeaders = []v1.HTTPHeaderName{"*"} },
+		"* methods and headers, no credentials": func(c *v1.CORS) {
+			*c = v1.CORS{AllowOrigins: []v1.CORSOrigin{"*"}, AllowMethods: []v1.CORSMethod{"*"}, AllowHeaders: []v1.CORSHeaderName{"*"}}
+		},
 		"exposed header a,b":       func(c *v1.CORS) { c.ExposeHeaders = []v1.HTTPHeaderName{"a,b"} },
 		"maxAge 1":                 func(c *v1.CORS) { c.MaxAge = ptr.To[int32](1) },
 		"maxAge 86400":             func(c *v1.CORS) { c.MaxAge = ptr.To[int32](86400) },
@@ -70,7 +94,11 @@ func corsCases(add addCase) {
 		"credentials without them": func(c *v1.CORS) { c.AllowCredentials = false },
 	}
 	valids := map[string]bool{"every field": true, "origins alone": true, "* alone": true, "32 origins": true, "9 methods": true,
-		"32 allowed headers": true, "32 exposed headers": true, "maxAge 1": true, "maxAge 86400": true, "credentials without them": true}
+		"32 allowed headers": true, "32 exposed headers": true, "maxAge 1": true, "maxAge 86400": true, "credentials without them": true,
+		// "*" methods and headers are echoed, also with credentials (the
+		// valid route's): browsers take a named method or header then.
+		"method *": true, "allowed header *": true, "* methods and headers, no credentials": true,
+		"allowed header Host": true, "allowed header 64 bytes": true}
 	origin := map[string]bool{
 		"https://app.example.com":                       true,
 		"http://app.example.com":                        true,
@@ -113,7 +141,7 @@ func corsCases(add addCase) {
 	}
 	for name, s := range validationtest.HostileStrings() {
 		cases["an origin with a "+name] = func(c *v1.CORS) { c.AllowOrigins = []v1.CORSOrigin{v1.CORSOrigin("https://a" + s + ".example.com")} }
-		cases["an allowed header with a "+name] = func(c *v1.CORS) { c.AllowHeaders = []v1.HTTPHeaderName{v1.HTTPHeaderName("X" + s)} }
+		cases["an allowed header with a "+name] = func(c *v1.CORS) { c.AllowHeaders = []v1.CORSHeaderName{v1.CORSHeaderName("X" + s)} }
 		cases["an exposed header with a "+name] = func(c *v1.CORS) { c.ExposeHeaders = []v1.HTTPHeaderName{v1.HTTPHeaderName("X" + s)} }
 	}
 	for value, set := range cases {
@@ -123,6 +151,30 @@ func corsCases(add addCase) {
 				set(&c)
 			}
 			p.route.CORS = &c
+		})
+	}
+	// responseHeaders beside cors: setting or adding an Access-Control-*
+	// header is refused (at responseHeaders), removing one is not, and
+	// without cors any is admitted.
+	for value, tc := range map[string]struct {
+		m     v1.HeaderModifier
+		cors  bool
+		valid bool
+	}{
+		"set Access-Control-Allow-Origin":          {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control-Allow-Origin", Value: "*"}}}, true, false},
+		"add access-control-max-age":               {v1.HeaderModifier{Add: []v1.HTTPHeader{{Name: "X-A", Value: "1"}, {Name: "access-control-max-age", Value: "9"}}}, true, false},
+		"set ACCESS-CONTROL-X":                     {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "ACCESS-CONTROL-X", Value: "1"}}}, true, false},
+		"remove Access-Control-Allow-Origin":       {v1.HeaderModifier{Remove: []v1.HTTPHeaderName{"Access-Control-Allow-Origin"}}, true, true},
+		"set Access-Control (no dash)":             {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control", Value: "1"}}}, true, true},
+		"set X-Access-Control-Allow-Origin":        {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "X-Access-Control-Allow-Origin", Value: "1"}}}, true, true},
+		"set Access-Control-Allow-Origin, no cors": {v1.HeaderModifier{Set: []v1.HTTPHeader{{Name: "Access-Control-Allow-Origin", Value: "*"}}}, false, true},
+	} {
+		add("cors responseHeaders", value, tc.valid, func(p *ruleCase) {
+			p.route.ResponseHeaders = &tc.m
+			if tc.cors {
+				c := valid()
+				p.route.CORS = &c
+			}
 		})
 	}
 	add("cors", "with every setting", true, func(p *ruleCase) { p.route = validationtest.EverySetting(p.route) })

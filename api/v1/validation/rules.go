@@ -68,8 +68,11 @@ const (
 	// RuleCORS: a route's cors allows 1 to 32 origins, each once: "*"
 	// alone, or http or https, a lower-case DNS name optionally after
 	// "*.", and a port from 1 to 65535; not "*" with allowCredentials; at
-	// most 9 methods (request methods) and 32 allowed and 32 exposed
-	// headers (HTTPHeaderNames), each once; a maxAge from 1 to 86400.
+	// most 9 methods (request methods, or "*" alone) and 32 allowed
+	// headers (names, or "*" alone) and 32 exposed headers
+	// (HTTPHeaderNames), each once; a maxAge from 1 to 86400; and no
+	// responseHeaders that set or add an Access-Control-* header beside
+	// it.
 	RuleCORS = "routes.cors"
 	// RuleRules: a route has a backendService or rules; its rules are at
 	// most 8, each with 1 to 4 matches and a backendService; each match

@@ -44,7 +44,7 @@ type schemaRules struct {
 	headerName, headerValue, maxBodySize                         stringRule
 	matchName, queryValue, cookieValue                           stringRule
 	cidr, signInURL                                              stringRule
-	basicAuthSecret, basicAuthRealm, corsOrigin                  stringRule
+	basicAuthSecret, basicAuthRealm, corsOrigin, corsHeaderName  stringRule
 
 	routes, tls, tlsHosts, parentRefs, additionalBackends, delegations, pathPrefixes int
 	headerSet, headerAdd, headerRemove                                               int
@@ -54,7 +54,7 @@ type schemaRules struct {
 
 	pathTypes, configUpdateStrategies, exposureTypes, accessLogFormats []string
 	retryConditions                                                    []string
-	matchTypes, methods                                                []string
+	matchTypes, methods, corsMethodValues                              []string
 	redirectSchemes, redirectPathTypes                                 []string
 	redirectCodes                                                      []int64
 
@@ -112,6 +112,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		basicAuthSecret:  c.stringRule(route+"basicAuth.secretName", false),
 		basicAuthRealm:   c.stringRule(route+"basicAuth.realm", true),
 		corsOrigin:       c.stringRule(route+"cors.allowOrigins[]", true),
+		corsHeaderName:   c.stringRule(route+"cors.allowHeaders[]", true),
 		signInURL:        c.stringRule(route+"externalAuth.signInURL", true),
 
 		routes:              c.maxItems("routes"),
@@ -146,6 +147,7 @@ func rulesOf(spec *apiextensionsv1.JSONSchemaProps) (*schemaRules, error) {
 		matchTypes:             c.enum(route + "rules[].matches[].headers[].type"),
 		methods:                c.enum(route + "rules[].matches[].method"),
 		retryConditions:        c.enum(route + "retries.on[]"),
+		corsMethodValues:       c.enum(route + "cors.allowMethods[]"),
 		redirectSchemes:        c.enum(route + "redirect.scheme"),
 		redirectPathTypes:      c.enum(route + "redirect.path.type"),
 		redirectCodes:          c.intEnum(route + "redirect.statusCode"),

@@ -90,8 +90,8 @@ func EverySetting(r v1.Route) v1.Route {
 	// larger of its maps.
 	r.CORS = &v1.CORS{
 		AllowOrigins:  []v1.CORSOrigin{"https://app.example.com", "https://*.example.org"},
-		AllowMethods:  []v1.HTTPMethod{"PUT", "DELETE"},
-		AllowHeaders:  []v1.HTTPHeaderName{"Authorization", "X-Team"},
+		AllowMethods:  []v1.CORSMethod{"PUT", "DELETE"},
+		AllowHeaders:  []v1.CORSHeaderName{"Authorization", "X-Team"},
 		ExposeHeaders: []v1.HTTPHeaderName{"X-Request-Id"}, MaxAge: ptr.To[int32](600), AllowCredentials: true,
 	}
 	return r
