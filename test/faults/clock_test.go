@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,12 +68,17 @@ func TestClockSkew(t *testing.T) {
 			})
 			ns := testenv.NewNamespace(t, c.client, "skew-"+name)
 			probe := gateway(ns, "probe", 1, "/api/")
-			require.NoError(t, c.client.Create(t.Context(), probe))
+			require.EventuallyWithT(t, func(ct *assert.CollectT) {
+				err := c.client.Create(t.Context(), probe)
+				if !apierrors.IsAlreadyExists(err) {
+					require.NoError(ct, err)
+				}
+			}, waitFor, tick, "the probe gateway was not created")
 
 			first := c.caBundle(t)
 			require.Len(t, first, 1)
 			var states []string
-			calls, failed := 0, map[string]int{}
+			calls, skipped, failed := 0, 0, map[string]int{}
 			deadline := time.Now().Add(waitFor)
 			for {
 				bundle := c.caBundle(t)
@@ -80,7 +86,10 @@ func TestClockSkew(t *testing.T) {
 				if len(states) == 0 || states[len(states)-1] != state {
 					states = append(states, state)
 				}
-				if err := c.callWebhooks(t, probe); err != nil {
+				switch err := c.callWebhooks(t, probe); {
+				case errors.Is(err, errPoliciesBehind):
+					skipped++
+				case err != nil:
 					failed[firstLine(err.Error())]++
 				}
 				calls++
@@ -91,7 +100,8 @@ func TestClockSkew(t *testing.T) {
 				time.Sleep(250 * time.Millisecond)
 			}
 			t.Logf("bundles seen: %v", states)
-			t.Logf("%d webhook calls through the rotation, %d failed", calls, total(failed))
+			t.Logf("%d webhook calls through the rotation, %d failed, %d not made (%v)", calls, total(failed), skipped, errPoliciesBehind)
+			assert.Less(t, skipped, calls, "no write reached the validating webhook")
 			assert.Greater(t, len(states), 2, "the rotation went through a bundle with both CAs")
 			assert.Empty(t, failed, "webhook calls the API server could not make, by their first error")
 		})
@@ -131,6 +141,15 @@ func (c *cluster) emptyCertSecret(t *testing.T) {
 	require.NoError(t, c.client.Update(ctx, s))
 }
 
+// errPoliciesBehind: the API server answered a write 503 before it
+// called the webhooks, its mutating admission policies not having read
+// the CRD's OpenAPI since the operator's CA bundle changed the CRD (they
+// poll it every 5 s). The API server's window, not a failure of the
+// rotation; the operator's start and rotations meet it. The probe's
+// create is retried over it, and a dry run that meets it is not counted
+// as a webhook call.
+var errPoliciesBehind = errors.New("the admission policies had not read the CRD's schema yet")
+
 // callWebhooks makes the API server call the conversion webhook (a
 // v1alpha1 read of probe) and the validating webhook (a dry-run create
 // that only it refuses, a route repeated once percent-decoded): either
@@ -148,6 +167,8 @@ func (c *cluster) callWebhooks(t *testing.T, probe client.Object) error {
 	switch {
 	case err == nil:
 		return fmt.Errorf("a repeated route was admitted: the validating webhook was not reached")
+	case apierrors.IsServiceUnavailable(err) && strings.Contains(err.Error(), "There can be a delay between when CustomResourceDefinitions are created"):
+		return errPoliciesBehind
 	case !apierrors.IsInvalid(err) || !bytes.Contains([]byte(err.Error()), []byte("Duplicate value")):
 		return fmt.Errorf("validating webhook: %w", err)
 	}
