@@ -170,20 +170,33 @@ func firstOK(ctx context.Context, ip, host, path string) time.Time {
 type steadyStream struct {
 	sent     atomic.Int64
 	failures []string
-	cancel   context.CancelFunc
-	done     chan struct{}
+	stop     func()
 }
 
 // maxFailuresKept bounds the failures a steadyStream describes.
 const maxFailuresKept = 10
 
 func startSteadyStream(ctx context.Context, ip, host string) *steadyStream {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &steadyStream{cancel: cancel, done: make(chan struct{})}
+	s := &steadyStream{}
 	c := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+	s.stop = ticking(ctx, 10*time.Millisecond, func(ctx context.Context, i int) bool {
+		if failure := s.ask(ctx, c, ip, host, fmt.Sprintf("%s/%d", steadyPath, i)); failure != "" && len(s.failures) < maxFailuresKept {
+			s.failures = append(s.failures, failure)
+		}
+		return true
+	})
+	return s
+}
+
+// ticking runs step every period, i counting from 0, in a goroutine of
+// its own until ctx ends, stop is called or step returns false; stop
+// waits for it to end.
+func ticking(ctx context.Context, period time.Duration, step func(ctx context.Context, i int) bool) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer close(s.done)
-		tick := time.NewTicker(10 * time.Millisecond)
+		defer close(done)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
@@ -191,12 +204,15 @@ func startSteadyStream(ctx context.Context, ip, host string) *steadyStream {
 				return
 			case <-tick.C:
 			}
-			if failure := s.ask(ctx, c, ip, host, fmt.Sprintf("%s/%d", steadyPath, i)); failure != "" && len(s.failures) < maxFailuresKept {
-				s.failures = append(s.failures, failure)
+			if !step(ctx, i) {
+				return
 			}
 		}
 	}()
-	return s
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // ask sends one request and describes its failure, "" for a 200 or a
@@ -223,19 +239,13 @@ func (s *steadyStream) ask(ctx context.Context, c *http.Client, ip, host, path s
 	return ""
 }
 
-func (s *steadyStream) stop() {
-	s.cancel()
-	<-s.done
-}
-
 // chat is a WebSocket through a gateway pod to the echo backend, held
 // open across the changes and echoing a message every 100 ms; err is its
 // first failure, after which it stops.
 type chat struct {
 	echoed atomic.Int64
 	err    error
-	cancel context.CancelFunc
-	done   chan struct{}
+	stop   func()
 }
 
 // startChat opens a chat through the gateway pod at ip on host's steady
@@ -244,37 +254,25 @@ func startChat(t *testing.T, ip, host string) *chat {
 	t.Helper()
 	ws, err := dataplane.DialWebSocket(net.JoinHostPort(ip, "8080"), host, steadyPath+"/ws")
 	require.NoError(t, err, "no WebSocket through the gateway pod at %s", ip)
-	ctx, cancel := context.WithCancel(t.Context())
-	c := &chat{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		defer ws.Close()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			msg := fmt.Appendf(nil, "message %d", i)
-			got, err := dataplane.EchoOver(ws, msg)
-			if err == nil && !bytes.Equal(got, msg) {
-				err = fmt.Errorf("sent %q, got %q back", msg, got)
-			}
-			if err != nil {
-				c.err = fmt.Errorf("%s, message %d: %w", time.Now().Format(time.StampMilli), i, err)
-				return
-			}
-			c.echoed.Add(1)
+	c := &chat{}
+	stop := ticking(t.Context(), 100*time.Millisecond, func(_ context.Context, i int) bool {
+		msg := fmt.Appendf(nil, "message %d", i)
+		got, err := dataplane.EchoOver(ws, msg)
+		if err == nil && !bytes.Equal(got, msg) {
+			err = fmt.Errorf("sent %q, got %q back", msg, got)
 		}
-	}()
+		if err != nil {
+			c.err = fmt.Errorf("%s, message %d: %w", time.Now().Format(time.StampMilli), i, err)
+			return false
+		}
+		c.echoed.Add(1)
+		return true
+	})
+	c.stop = func() {
+		stop()
+		_ = ws.Close()
+	}
 	return c
-}
-
-func (c *chat) stop() {
-	c.cancel()
-	<-c.done
 }
 
 // pushSteps are the steps a reloader's push log line times, in order
