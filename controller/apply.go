@@ -230,18 +230,27 @@ func applyControlled[O client.Object, A runtime.ApplyConfiguration](ctx context.
 // that created the child can read it between the create's upgrade of the
 // managed fields and its apply, whose digest then holds the server's
 // defaults. Applying again would write nothing but an Updated event for
-// a change nobody made. The read costs a GET only where a write follows
-// anyway, or where it saves one.
+// a change nobody made. It reads the metadata first, where a write
+// follows anyway: the whole object (a ConfigMap holds the rendered
+// configuration) only when the cache is behind.
 func recheckLive[O client.Object, A runtime.ApplyConfiguration](ctx context.Context, c clients, k child[O, A], live O, desired A) (O, bool, error) {
+	key := client.ObjectKeyFromObject(live)
+	m, err := liveMetadata(ctx, c, k, key)
+	if err != nil {
+		return live, false, err
+	}
+	if m.GetUID() != live.GetUID() {
+		return live, false, fmt.Errorf("%s %s was replaced while it was read", k.kind, live.GetName())
+	}
+	if m.GetResourceVersion() == live.GetResourceVersion() {
+		return live, false, nil
+	}
 	fresh := k.newObj()
-	if err := c.live.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+	if err := c.live.Get(ctx, key, fresh); err != nil {
 		return live, false, err
 	}
 	if fresh.GetUID() != live.GetUID() {
 		return live, false, fmt.Errorf("%s %s was replaced while it was read", k.kind, live.GetName())
-	}
-	if fresh.GetResourceVersion() == live.GetResourceVersion() {
-		return live, false, nil
 	}
 	if err := upgradeManagedFields(ctx, c.cached, k.kind, fresh); err != nil {
 		return live, false, err
